@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs everything the testbed needs on a Debian (bookworm) machine and prepares the pinned
+# kernel. Idempotent: a second run installs nothing and changes nothing. Used by `make setup`,
+# by the container image and by CI, so all three get the same environment.
+set -euo pipefail
+
+# Debian packages the project uses. Grouped by the part that needs them.
+packages=(
+  # pinned kernel and its tools
+  user-mode-linux kmod procps psmisc util-linux
+  # topologies and shaping
+  mininet iproute2 ethtool iputils-ping
+  # measurement and capture
+  tcpdump tshark iperf3
+  # FTP programs: build, SCTP library, peers used by tests
+  build-essential libsctp-dev lksctp-tools curl lftp vsftpd
+  # harness and analysis
+  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib
+)
+
+log() { printf 'setup: %s\n' "$*"; }
+
+need_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: must run as root (it installs Debian packages); try: sudo $0" >&2
+    exit 1
+  fi
+}
+
+missing_packages() {
+  local pkg
+  for pkg in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$'; then
+      printf '%s\n' "$pkg"
+    fi
+  done
+}
+
+install_packages() {
+  local missing
+  mapfile -t missing < <(missing_packages)
+  if [ "${#missing[@]}" -eq 0 ]; then
+    log "all ${#packages[@]} Debian packages present"
+    return
+  fi
+  need_root
+  log "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; the answer does not matter here.
+  echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# modprobe inside User-Mode Linux looks in /lib/modules/<release>; Debian ships the modules
+# under /usr/lib/uml/modules/<release>, so link them and index them once.
+prepare_uml_modules() {
+  local src release
+  src=$(find /usr/lib/uml/modules -mindepth 1 -maxdepth 1 -type d | sort -V | tail -n 1)
+  if [ -z "$src" ]; then
+    echo "setup: user-mode-linux is installed but /usr/lib/uml/modules holds no kernel" >&2
+    exit 1
+  fi
+  release=$(basename "$src")
+  if [ "$(readlink -f "/lib/modules/$release" 2>/dev/null)" != "$(readlink -f "$src")" ]; then
+    need_root
+    mkdir -p /lib/modules
+    ln -sfn "$src" "/lib/modules/$release"
+    log "linked /lib/modules/$release -> $src"
+  fi
+  if [ ! -s "$src/modules.dep" ] || [ -n "$(find "$src/kernel" -newer "$src/modules.dep" -name '*.ko*' -print -quit)" ]; then
+    need_root
+    depmod -b / "$release"
+    log "indexed modules of the pinned kernel $release"
+  fi
+  log "pinned kernel: /usr/bin/linux.uml $release"
+}
+
+install_packages
+prepare_uml_modules

@@ -1,0 +1,30 @@
+"""Kernel backends: where the experiments' network stacks run.
+
+`uml` (default) boots the pinned User-Mode Linux; `host` uses this machine's kernel and refuses
+when it lacks SCTP or netem; `auto` picks host where capable, else uml."""
+from __future__ import annotations
+
+import os
+
+from .base import BackendError, KernelBackend, RunResult
+from .capabilities import missing_pieces
+
+BACKEND_NAMES = ("uml", "host", "auto")
+
+
+def open_backend(name: str | None = None) -> KernelBackend:
+    """The backend called `name`, or the one KERNEL names, or uml."""
+    chosen = (name or os.environ.get("KERNEL") or "uml").strip()
+    if chosen not in BACKEND_NAMES:
+        raise BackendError(
+            f"unknown kernel backend {chosen!r}: choose one of {', '.join(BACKEND_NAMES)}")
+    if chosen == "auto":
+        chosen = "host" if os.geteuid() == 0 and not missing_pieces() else "uml"
+    if chosen == "host":
+        from .host import HostBackend
+        return HostBackend()
+    from .uml import UmlBackend
+    return UmlBackend()
+
+
+__all__ = ["BACKEND_NAMES", "BackendError", "KernelBackend", "RunResult", "open_backend"]

@@ -1,0 +1,77 @@
+"""What a result must carry about the kernel that produced it: backend, release, the sysctls that
+change how TCP and SCTP behave, and the versions of the tools in the measurement path. Collected
+inside the kernel under test (run this module there)."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SYSCTLS = (
+    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+    "net.ipv4.tcp_sack", "net.ipv4.tcp_dsack", "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_ecn", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_recovery", "net.ipv4.tcp_frto",
+    "net.core.rmem_max", "net.core.wmem_max", "net.core.default_qdisc",
+    "net.sctp.rto_initial", "net.sctp.rto_min", "net.sctp.rto_max", "net.sctp.sack_timeout",
+    "net.sctp.max_burst", "net.sctp.path_max_retrans", "net.sctp.association_max_retrans",
+    "net.sctp.max_init_retransmits", "net.sctp.sndbuf_policy", "net.sctp.rcvbuf_policy",
+    "net.sctp.sctp_mem", "net.sctp.sctp_rmem", "net.sctp.sctp_wmem",
+)
+
+TOOLS = {
+    "iproute2": ["ip", "-V"],
+    "iperf3": ["iperf3", "--version"],
+    "tcpdump": ["tcpdump", "--version"],
+    "ethtool": ["ethtool", "--version"],
+}
+
+
+def sysctls() -> dict[str, str]:
+    values = {}
+    for name in SYSCTLS:
+        path = Path("/proc/sys", *name.split("."))
+        try:
+            values[name] = " ".join(path.read_text().split())
+        except OSError:
+            values[name] = "absent"
+    return values
+
+
+def tool_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name, argv in TOOLS.items():
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            text = (proc.stdout or proc.stderr).strip().splitlines()
+            versions[name] = text[0] if text else "unknown"
+        except (OSError, subprocess.TimeoutExpired):
+            versions[name] = "absent"
+    try:
+        import mininet.net
+        versions["mininet"] = mininet.net.VERSION
+    except ImportError:
+        versions["mininet"] = "absent"
+    return versions
+
+
+def collect() -> dict[str, Any]:
+    uname = os.uname()
+    return {
+        "backend": os.environ.get("TESTBED_BACKEND", "unknown"),
+        "kernel_release": uname.release,
+        "kernel_version": uname.version,
+        "machine": uname.machine,
+        "sysctls": sysctls(),
+        "tools": tool_versions(),
+    }
+
+
+if __name__ == "__main__":
+    json.dump(collect(), sys.stdout, indent=2)
+    print()

@@ -1,0 +1,195 @@
+"""The default backend: Debian's User-Mode Linux 6.1, booted as a process with the host
+filesystem as its root. The job runs as the kernel's init child; its exit status and output come
+back through files in a per-instance scratch directory on the host."""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO, Mapping, Sequence
+
+from .base import REPO_ROOT, BackendError, RunResult, job_environment, job_script
+
+INIT_SCRIPT = Path(__file__).with_name("uml_init.sh")
+UML_BINARY = "linux.uml"
+MODULE_STORE = Path("/usr/lib/uml/modules")
+DEFAULT_MEMORY = "256M"
+DEFAULT_TIMEOUT_S = 6 * 3600.0
+HALT_GRACE_S = 10.0
+
+
+def scratch_root() -> Path:
+    return Path(os.environ.get("TESTBED_SCRATCH", "/tmp/testbed-scratch"))
+
+
+def pinned_release() -> str:
+    """The release of the installed User-Mode Linux, checked ready for modprobe inside."""
+    if shutil.which(UML_BINARY) is None:
+        raise BackendError("User-Mode Linux (linux.uml) is not installed: run `make setup`")
+    releases = sorted(p.name for p in MODULE_STORE.iterdir()) if MODULE_STORE.is_dir() else []
+    if not releases:
+        raise BackendError(f"no User-Mode Linux modules under {MODULE_STORE}: run `make setup`")
+    release = releases[-1]
+    if not Path("/lib/modules", release, "modules.dep").is_file():
+        raise BackendError(
+            f"the pinned kernel's modules are not prepared (/lib/modules/{release}): run `make setup`")
+    return release
+
+
+class _Tail(threading.Thread):
+    """Copies what the job writes to a file on to one of our streams while it runs."""
+
+    def __init__(self, path: Path, sink: IO[str]) -> None:
+        super().__init__(daemon=True)
+        self.path, self.sink = path, sink
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        offset = 0
+        while True:
+            done = self.finished.is_set()
+            if self.path.exists():
+                with self.path.open("r", errors="replace") as src:
+                    src.seek(offset)
+                    chunk = src.read()
+                    offset = src.tell()
+                if chunk:
+                    self.sink.write(chunk)
+                    self.sink.flush()
+            if done:
+                return
+            self.finished.wait(0.2)
+
+
+class UmlBackend:
+    """Runs jobs inside the pinned kernel. Instances are independent: several may run at once."""
+
+    name = "uml"
+
+    def __init__(self, memory: str = DEFAULT_MEMORY, keep_scratch: bool = False,
+                 extra_boot_args: Sequence[str] = ()) -> None:
+        self.release = pinned_release()
+        self.memory = memory
+        self.keep_scratch = keep_scratch or bool(os.environ.get("TESTBED_KEEP_SCRATCH"))
+        self.extra_boot_args = list(extra_boot_args)
+
+    def boot_args(self, instance: str, scratch: Path) -> list[str]:
+        return [
+            UML_BINARY, f"mem={self.memory}", "rootfstype=hostfs", "rootflags=/", "rw",
+            f"init={INIT_SCRIPT}", "con=null", "con0=fd:0,fd:1", "quiet",
+            f"umid={instance}", f"uml_dir={scratch}", f"TESTBED_SCRATCH={scratch}",
+            f"TESTBED_HOSTNAME={instance}", *self.extra_boot_args,
+        ]
+
+    def run(self, argv: Sequence[str], *, cwd: Path | None = None,
+            env: Mapping[str, str] | None = None, timeout_s: float | None = None,
+            stream: bool = False) -> RunResult:
+        instance = f"tb{os.getpid()}-{secrets.token_hex(3)}"
+        scratch = scratch_root() / instance
+        scratch.mkdir(parents=True, exist_ok=False)
+        if any(c.isspace() for c in str(scratch)):
+            raise BackendError(f"scratch path must not contain white space: {scratch}")
+        (scratch / "job.sh").write_text(
+            job_script(argv, cwd or REPO_ROOT, job_environment(env, self.name)))
+        ok = False
+        try:
+            result = self._boot(instance, scratch, timeout_s or DEFAULT_TIMEOUT_S, stream)
+            ok = True
+            return result
+        finally:
+            if ok and not self.keep_scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def _boot(self, instance: str, scratch: Path, timeout_s: float, stream: bool) -> RunResult:
+        import sys
+
+        tails = [_Tail(scratch / "stdout", sys.stdout), _Tail(scratch / "stderr", sys.stderr)] \
+            if stream else []
+        launched = time.time()
+        with open(scratch / "console.log", "wb") as console:
+            proc = subprocess.Popen(self.boot_args(instance, scratch), stdin=subprocess.DEVNULL,
+                                    stdout=console, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        for tail in tails:
+            tail.start()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise BackendError(
+                f"the job inside the pinned kernel ran past its {timeout_s:.0f} s wall-time "
+                f"limit and was stopped; scratch kept at {scratch}") from None
+        finally:
+            _kill_group(proc)
+            for tail in tails:
+                tail.finished.set()
+                tail.join()
+        return self._collect(scratch, launched, time.time())
+
+    def _collect(self, scratch: Path, launched: float, ended: float) -> RunResult:
+        status = scratch / "status"
+        if not status.exists():
+            console = (scratch / "console.log").read_text(errors="replace")[-3000:]
+            raise BackendError(
+                "the pinned kernel stopped before the job finished (crash or out of memory?); "
+                f"scratch kept at {scratch}; end of its console:\n{console}")
+        timings = {"total": ended - launched}
+        init_started = _read_float(scratch / "init-started")
+        job_started = _read_float(scratch / "job-started")
+        if init_started is not None:
+            timings["launch_to_init"] = init_started - launched
+        if job_started is not None:
+            timings["launch_to_job"] = job_started - launched
+        return RunResult(
+            backend=self.name,
+            kernel_release=_read_text(scratch / "kernel-release").strip() or self.release,
+            returncode=int(status.read_text().strip() or 255),
+            stdout=_read_text(scratch / "stdout"),
+            stderr=_read_text(scratch / "stderr"),
+            timings_s=timings,
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """User-Mode Linux runs as several host processes in one group: end them all."""
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=0.1)
+        except subprocess.TimeoutExpired:
+            pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + HALT_GRACE_S
+        while time.monotonic() < deadline and _group_alive(proc.pid):
+            proc.poll()
+            time.sleep(0.05)
+        if not _group_alive(proc.pid):
+            break
+    proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _read_text(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _read_float(path: Path) -> float | None:
+    text = _read_text(path).strip()
+    try:
+        return float(text)
+    except ValueError:
+        return None

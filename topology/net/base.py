@@ -1,0 +1,136 @@
+"""What every topology shares: a Mininet network without switches or controller, routers that
+forward, wire-sized frames, shaped router egresses, and a teardown that always runs."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from mininet.link import Link
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.node import Host, Node
+
+from ..params import LinkShape
+from . import shaping
+from .node_exec import run_script, tc_batch
+
+# Segmentation and receive offloads would make captures show super-frames up to 64 KB and
+# hide the packets the wire carries; checksum offload would leave them with bad checksums.
+OFFLOADS_OFF = ["tx", "off", "tso", "off", "gso", "off", "gro", "off",
+                "tx-sctp-segmentation", "off"]
+
+
+class TopologyError(RuntimeError):
+    pass
+
+
+class Router(Host):
+    """A Mininet host that forwards IPv4 between its interfaces."""
+
+    def config(self, **params: Any) -> Any:
+        result = super().config(**params)
+        run_script(self, [["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
+                          ["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0"]])
+        return result
+
+
+class Egress:
+    """One shaped direction of a link: the egress interface that shapes it and its current shape."""
+
+    def __init__(self, node: Node, dev: str, shape: LinkShape) -> None:
+        self.node, self.dev, self.shape = node, dev, shape
+
+    def apply(self) -> None:
+        tc_batch(self.node, shaping.build(self.dev, self.shape))
+
+
+class Topology:
+    """Base of path, dumbbell and dualpath. Subclasses add nodes and links in `_add` and
+    name their shaped directions in `self.egress`."""
+
+    kind = "topology"
+
+    def __init__(self) -> None:
+        self.net: Mininet | None = None
+        self.egress: dict[str, Egress] = {}
+        self.timings_s: dict[str, float] = {}
+
+    # -- life cycle -------------------------------------------------------------------------
+    def __enter__(self) -> "Topology":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        started = time.monotonic()
+        setLogLevel("error")
+        self.net = Mininet(topo=None, controller=None, link=Link, build=False,
+                           autoSetMacs=False, waitConnected=False)
+        try:
+            self._add(self.net)
+            self.net.build()
+            self._configure()
+            for egress in self.egress.values():
+                egress.apply()
+        except BaseException:
+            self.stop()
+            raise
+        self.timings_s["build"] = time.monotonic() - started
+
+    def stop(self) -> None:
+        if self.net is None:
+            return
+        started = time.monotonic()
+        net, self.net = self.net, None
+        net.stop()
+        self.timings_s["teardown"] = time.monotonic() - started
+
+    # -- what subclasses provide ---------------------------------------------------------------
+    def _add(self, net: Mininet) -> None:
+        raise NotImplementedError
+
+    def _routes(self) -> dict[str, list[list[str]]]:
+        """Commands per node name run once after build (routes and such)."""
+        return {}
+
+    # -- shared configuration -------------------------------------------------------------------
+    def _configure(self) -> None:
+        assert self.net is not None
+        routes = self._routes()
+        for node in self.net.hosts:
+            commands = [["ethtool", "-K", intf.name, *OFFLOADS_OFF]
+                        for intf in node.intfList() if intf.name != "lo"]
+            commands += routes.get(node.name, [])
+            run_script(node, commands)
+
+    def node(self, name: str) -> Node:
+        if self.net is None:
+            raise TopologyError("the topology is not running")
+        return self.net[name]
+
+    def set_link(self, direction: str, shape: LinkShape) -> None:
+        """Change one shaped direction in place (no rebuild)."""
+        self.set_links({direction: shape})
+
+    def set_links(self, shapes: dict[str, LinkShape]) -> None:
+        """Change several shaped directions in place (no rebuild)."""
+        unknown = [d for d in shapes if d not in self.egress]
+        if unknown:
+            raise TopologyError(f"unknown link direction {unknown[0]!r}: "
+                                f"choose among {', '.join(self.egress)}")
+        started = time.monotonic()
+        batches: dict[str, tuple[Node, list[str]]] = {}
+        for direction, shape in shapes.items():
+            egress = self.egress[direction]
+            lines = batches.setdefault(egress.node.name, (egress.node, []))[1]
+            lines += shaping.change(egress.dev, egress.shape, shape)
+        for node, lines in batches.values():
+            tc_batch(node, lines)
+        for direction, shape in shapes.items():
+            self.egress[direction].shape = shape
+        self.timings_s["reconfigure"] = time.monotonic() - started
+
+    def shapes(self) -> dict[str, dict[str, Any]]:
+        return {name: e.shape.to_dict() for name, e in self.egress.items()}

@@ -1,0 +1,72 @@
+"""n senders and n receivers across one bottleneck between two routers (the fairness study, E3).
+
+    s1..sn -- left -- right -- d1..dn
+
+Shaped directions ("up" is toward the receivers, the direction of the data):
+`bottleneck-up` and `bottleneck-down` on the routers' bottleneck interfaces, and for each
+access link `s<i>-up`/`s<i>-down` and `d<i>-up`/`d<i>-down`. An access link's direction that
+leaves a host is shaped on that host's egress (delay and rate only are meant there); the
+bottleneck, where the study puts its loss and its buffer, is shaped on the routers."""
+from __future__ import annotations
+
+from mininet.net import Mininet
+
+from ..params import LinkShape, ParameterError
+from .base import Egress, Router, Topology
+
+MAX_PAIRS = 50
+
+
+class Dumbbell(Topology):
+    kind = "dumbbell"
+
+    def __init__(self, pairs: int, access: LinkShape, bottleneck: LinkShape,
+                 bottleneck_down: LinkShape | None = None) -> None:
+        super().__init__()
+        if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= MAX_PAIRS:
+            raise ParameterError(f"pairs must be a whole number from 1 to {MAX_PAIRS}, got {pairs!r}")
+        self.pairs = pairs
+        self.access = access
+        self.bottleneck = {"up": bottleneck, "down": bottleneck_down or bottleneck}
+
+    def senders(self) -> list[str]:
+        return [f"s{i}" for i in range(1, self.pairs + 1)]
+
+    def receivers(self) -> list[str]:
+        return [f"d{i}" for i in range(1, self.pairs + 1)]
+
+    @staticmethod
+    def address(host: str) -> str:
+        side = 1 if host.startswith("s") else 2
+        return f"10.{side}.{int(host[1:])}.1"
+
+    def _add(self, net: Mininet) -> None:
+        left = net.addHost("left", cls=Router, ip=None)
+        right = net.addHost("right", cls=Router, ip=None)
+        net.addLink(left, right, intfName1="left-core", intfName2="right-core",
+                    params1={"ip": "10.3.0.1/30"}, params2={"ip": "10.3.0.2/30"})
+        self.egress = {"bottleneck-up": Egress(left, "left-core", self.bottleneck["up"]),
+                       "bottleneck-down": Egress(right, "right-core", self.bottleneck["down"])}
+        for i in range(1, self.pairs + 1):
+            self._add_access(net, f"s{i}", left, f"left-s{i}", up_at_host=True)
+            self._add_access(net, f"d{i}", right, f"right-d{i}", up_at_host=False)
+
+    def _add_access(self, net: Mininet, name: str, router, router_intf: str,
+                    up_at_host: bool) -> None:
+        host = net.addHost(name, ip=None)
+        address = self.address(name)
+        gateway = address.rsplit(".", 1)[0] + ".254"
+        net.addLink(host, router, intfName1=f"{name}-eth0", intfName2=router_intf,
+                    params1={"ip": f"{address}/24"}, params2={"ip": f"{gateway}/24"})
+        at_host = Egress(host, f"{name}-eth0", self.access)
+        at_router = Egress(router, router_intf, self.access)
+        self.egress[f"{name}-up"] = at_host if up_at_host else at_router
+        self.egress[f"{name}-down"] = at_router if up_at_host else at_host
+
+    def _routes(self) -> dict[str, list[list[str]]]:
+        routes = {"left": [["ip", "route", "add", "10.2.0.0/16", "via", "10.3.0.2"]],
+                  "right": [["ip", "route", "add", "10.1.0.0/16", "via", "10.3.0.1"]]}
+        for host in self.senders() + self.receivers():
+            gateway = self.address(host).rsplit(".", 1)[0] + ".254"
+            routes[host] = [["ip", "route", "add", "default", "via", gateway]]
+        return routes

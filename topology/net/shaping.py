@@ -1,0 +1,67 @@
+"""How a router emulates one direction of a link on its egress interface.
+
+    root 1:  netem  delay D, loss p, limit 1e6   the propagation delay line and random loss
+      1:1 -> 10: htb, class 10:1 rate R          the link's serialization rate
+               10:1 -> 20: pfifo|bfifo limit Q   the drop-tail bottleneck queue
+
+netem's own `limit` counts every packet it holds for delay, so on a long fat path it would eat
+the bottleneck buffer; here it is set far beyond any path's packets in flight and the queue size
+lives only in the fifo behind the rate limiter, where it means what the experimenter thinks.
+For a constant delay, delaying before queueing gives the same timing as the reverse order.
+Loss is drawn on the router, so a sender is never told of a drop by its own qdisc. The rate
+counts Ethernet frames without preamble or FCS (1514 bytes for a full-size packet). htb's
+bucket is a few microseconds deep, so back-to-back packets leave exactly at the rate."""
+from __future__ import annotations
+
+import math
+
+from ..params import LinkShape
+
+DELAY_LINE_LIMIT = 1_000_000
+FRAME_QUANTUM = 1514
+
+
+def _netem(dev: str, verb: str, shape: LinkShape) -> str:
+    delay_us = round(shape.delay_s * 1e6)
+    loss_pct = f"{shape.loss * 100:.6f}".rstrip("0").rstrip(".")
+    return (f"qdisc {verb} dev {dev} root handle 1: netem limit {DELAY_LINE_LIMIT} "
+            f"delay {delay_us}us loss random {loss_pct}%")
+
+
+def _rate_class(dev: str, verb: str, rate_bps: float) -> str:
+    rate = round(rate_bps)
+    burst = FRAME_QUANTUM
+    return (f"class {verb} dev {dev} parent 10: classid 10:1 htb rate {rate}bit ceil {rate}bit "
+            f"burst {burst}b cburst {burst}b quantum {FRAME_QUANTUM}")
+
+
+def _fifo(dev: str, verb: str, shape: LinkShape) -> str:
+    kind = "pfifo" if shape.queue.unit == "packets" else "bfifo"
+    return f"qdisc {verb} dev {dev} parent 10:1 handle 20: {kind} limit {shape.queue.limit}"
+
+
+def build(dev: str, shape: LinkShape) -> list[str]:
+    """tc lines that set up the whole tree on dev, replacing whatever was there."""
+    lines = [f"qdisc replace dev {dev} root handle 1: pfifo", f"qdisc del dev {dev} root",
+             _netem(dev, "add", shape)]
+    if shape.rate_bps is not None:
+        lines += [f"qdisc add dev {dev} parent 1:1 handle 10: htb default 1 r2q 1",
+                  _rate_class(dev, "add", shape.rate_bps), _fifo(dev, "add", shape)]
+    return lines
+
+
+def change(dev: str, old: LinkShape, new: LinkShape) -> list[str]:
+    """tc lines that turn old into new on a running interface without a rebuild."""
+    if (old.rate_bps is None) != (new.rate_bps is None):
+        return build(dev, new)
+    lines = []
+    if (old.delay_s, old.loss) != (new.delay_s, new.loss):
+        lines.append(_netem(dev, "change", new))
+    if new.rate_bps is not None:
+        if old.rate_bps != new.rate_bps:
+            lines.append(_rate_class(dev, "change", new.rate_bps))
+        if old.queue.unit != new.queue.unit:
+            lines += [f"qdisc del dev {dev} parent 10:1 handle 20:", _fifo(dev, "add", new)]
+        elif old.queue != new.queue:
+            lines.append(_fifo(dev, "change", new))
+    return lines
