@@ -28,6 +28,9 @@ def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT, quick: bool = 
         result = backend.run(["/usr/bin/python3", "-m", "topology.fidelity.measure",
                               str(plan_file), str(raw_file)], stream=True).check()
         raw = json.loads(raw_file.read_text())
+    output.parent.mkdir(parents=True, exist_ok=True)
+    # The measurements are kept even if judging them fails.
+    output.with_suffix(".raw.json").write_text(json.dumps(raw, indent=2) + "\n")
     timestamps = raw["metadata"]["sysctls"].get("net.ipv4.tcp_timestamps", "1") != "0"
     items = []
     for case in cases:
@@ -35,7 +38,6 @@ def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT, quick: bool = 
     items += targets.timing_items(raw, result.timings_s.get("launch_to_job"))
     report = {"items": items, "metadata": raw["metadata"], "quick": quick,
               "wall_s": time.time() - started, "cases": cases}
-    output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")
     print(format_table(items))
     print(f"\nwritten to {output}")

@@ -42,19 +42,26 @@ def ping(client: Node, address: str, count: int = 20, interval_s: float = 0.2) -
 
 def goodput(client: Node, server: Node, address: str, protocol: str, seconds: float,
             omit_s: float) -> dict[str, Any]:
-    """Receiver-side goodput of one bulk flow from client to server, slow start omitted."""
+    """Goodput of one bulk flow from server to client (the direction of an FTP download),
+    counted by the receiver over whole one-second intervals after slow start: iperf3's own
+    end-of-test sums mix the two ends' clocks and under-count on long paths."""
     listener = server.popen(["iperf3", "-s", "-1", "-B", address, "-p", str(IPERF_PORT)])
     try:
-        argv = ["iperf3", "-c", address, "-p", str(IPERF_PORT), "-J", "-t", str(seconds),
-                "-O", str(omit_s)]
+        argv = ["iperf3", "-c", address, "-p", str(IPERF_PORT), "-J", "-R", "-i", "1",
+                "-t", str(seconds), "-O", str(omit_s)]
         if protocol == "sctp":
             argv += ["--sctp", "-l", str(SCTP_MESSAGE)]
         report = _iperf_client(client, argv, timeout=seconds + omit_s + 60)
     finally:
         _stop(listener)
-    received = report["end"]["sum_received"]
-    return {"bps": float(received["bits_per_second"]), "bytes": int(received["bytes"]),
-            "seconds": float(received["seconds"])}
+    steady = [i["sum"] for i in report["intervals"] if not i["sum"].get("omitted")]
+    steady = [s for s in steady if s["seconds"] > 0.99][:-1] or steady
+    received = sum(s["bytes"] for s in steady)
+    duration = sum(s["seconds"] for s in steady)
+    if not duration:
+        raise ProbeError("iperf3 reported no steady-state interval")
+    return {"bps": 8 * received / duration, "bytes": int(received), "seconds": duration,
+            "intervals": len(steady)}
 
 
 def _iperf_client(client: Node, argv: list[str], timeout: float) -> dict[str, Any]:

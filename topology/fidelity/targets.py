@@ -58,9 +58,9 @@ def link_items(case: dict[str, Any], raw: dict[str, Any], timestamps: bool) -> l
         sent, received = raw["loss"]["sent"], raw["loss"]["received"]
         lost = sent - received
         interval = binomtest(lost, sent).proportion_ci(0.95, method="wilson")
+        low, high = float(interval.low), float(interval.high)
         items.append(item(path, "loss_ratio", "ratio", shape.loss, lost / sent,
-                          interval.low <= shape.loss <= interval.high,
-                          ci95=[interval.low, interval.high], packets=sent))
+                          low <= shape.loss <= high, ci95=[low, high], packets=sent))
     return items
 
 

@@ -19,6 +19,7 @@ from ..params import LinkShape
 
 DELAY_LINE_LIMIT = 1_000_000
 FRAME_QUANTUM = 1514
+PLACEHOLDER = "9999"
 
 
 def _netem(dev: str, verb: str, shape: LinkShape) -> str:
@@ -42,8 +43,9 @@ def _fifo(dev: str, verb: str, shape: LinkShape) -> str:
 
 def build(dev: str, shape: LinkShape) -> list[str]:
     """tc lines that set up the whole tree on dev, replacing whatever was there."""
-    lines = [f"qdisc replace dev {dev} root handle 1: pfifo", f"qdisc del dev {dev} root",
-             _netem(dev, "add", shape)]
+    # Replacing the root with a placeholder first makes the delete succeed whatever was there.
+    lines = [f"qdisc replace dev {dev} root handle {PLACEHOLDER}: pfifo",
+             f"qdisc del dev {dev} root", _netem(dev, "add", shape)]
     if shape.rate_bps is not None:
         lines += [f"qdisc add dev {dev} parent 1:1 handle 10: htb default 1 r2q 1",
                   _rate_class(dev, "add", shape.rate_bps), _fifo(dev, "add", shape)]

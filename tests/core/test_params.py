@@ -1,0 +1,48 @@
+"""Link parameters are checked before anything starts, with messages that name the culprit."""
+import pytest
+
+from topology.params import LinkShape, ParameterError, Queue, parse_queue, parse_rate, parse_time
+
+
+def test_parses_what_researchers_write():
+    shape = LinkShape.parse("256kbit", "125ms", "1%", "500KB")
+    assert shape.rate_bps == 256_000
+    assert shape.delay_s == pytest.approx(0.125)
+    assert shape.loss == pytest.approx(0.01)
+    assert shape.queue == Queue(500_000, "bytes")
+    assert parse_queue("50p") == Queue(50, "packets")
+    assert parse_rate("3Mbit") == 3e6
+    assert parse_time("350us") == pytest.approx(350e-6)
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    ({"delay_s": -0.001}, "delay"),
+    ({"loss": 1.5}, "loss"),
+    ({"loss": -0.1}, "loss"),
+    ({"rate_bps": -3.0}, "rate"),
+    ({"rate_bps": float("nan")}, "rate"),
+    ({"delay_s": "1ms"}, "delay"),
+])
+def test_rejects_impossible_links(kwargs, named):
+    with pytest.raises(ParameterError, match=named):
+        LinkShape(**kwargs)
+
+
+@pytest.mark.parametrize("text", ["3 parsecs", "fast", "-"])
+def test_rejects_unreadable_rates(text):
+    with pytest.raises(ParameterError):
+        parse_rate(text)
+
+
+def test_rejects_queues_that_cannot_hold_a_packet():
+    with pytest.raises(ParameterError, match="queue"):
+        Queue(0, "packets")
+    with pytest.raises(ParameterError, match="queue"):
+        parse_queue("100B")
+    with pytest.raises(ParameterError, match="unit"):
+        parse_queue("3 lightyears")
+
+
+def test_round_trips_through_json_form():
+    shape = LinkShape.parse("1Mbit", "35ms", "0.03", "50p")
+    assert LinkShape.from_dict(shape.to_dict()) == shape

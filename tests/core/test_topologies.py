@@ -1,0 +1,97 @@
+"""The topologies, judged from what one boot of the pinned kernel observed on them. Tolerances
+are wide enough for a loaded machine; the fidelity benchmark holds the tight targets."""
+import pytest
+
+from topology.fidelity.targets import payload_per_frame
+from topology.params import ETHERNET_FRAME_MAX
+
+
+@pytest.mark.parametrize("exercise", ["exercise_path", "exercise_dualpath", "exercise_dumbbell"])
+def test_each_topology_ran_without_error(inside, exercise):
+    assert f"{exercise}_error" not in inside, inside.get(f"{exercise}_error")
+
+
+@pytest.mark.parametrize("proto", ["tcp", "sctp"])
+def test_a_connection_carries_bytes_intact_across_path(inside, proto):
+    moved = inside[f"{proto}_transfer"]
+    assert moved["received"]["bytes"] == 300_000
+    assert moved["received"]["sha256"] == moved["sent"]["sha256"]
+
+
+def test_offloads_are_off_on_every_interface(inside):
+    assert set(inside["offloads"]) == {"client-eth0", "router-eth0", "router-eth1", "server-eth0"}
+    for intf, features in inside["offloads"].items():
+        assert set(features.values()) == {"off"}, (intf, features)
+
+
+def test_shaping_lives_on_the_router_only(inside):
+    assert "netem" not in inside["client_qdisc"] and "netem" not in inside["server_qdisc"]
+    tree = inside["router_qdisc_up"]
+    assert "netem 1: root" in tree and "limit 1000000" in tree
+    assert "htb 10: parent 1:1" in tree
+    assert "pfifo 20: parent 10:1 limit 50p" in tree
+
+
+def test_delay_gives_the_configured_rtt(inside):
+    assert inside["rtt_20ms"]["avg_ms"] == pytest.approx(40.0, abs=3.0)
+    assert inside["rtt_20ms"]["min_ms"] >= 40.0
+
+
+@pytest.mark.parametrize("proto", ["tcp", "sctp"])
+def test_rate_gives_the_configured_goodput(inside, proto):
+    expected = 1e6 * payload_per_frame(proto, True) / ETHERNET_FRAME_MAX
+    assert inside[f"{proto}_goodput_1mbit"]["bps"] == pytest.approx(expected, rel=0.05)
+
+
+def test_links_change_in_place(inside):
+    assert "delay 50ms" in inside["router_qdisc_after_change"]
+    assert inside["rtt_50ms"]["avg_ms"] == pytest.approx(100.0, abs=5.0)
+    expected = 2e6 * payload_per_frame("tcp", True) / ETHERNET_FRAME_MAX
+    # slow start inside a 5 s probe at 100 ms RTT costs a few percent
+    assert inside["tcp_goodput_2mbit"]["bps"] == pytest.approx(expected, rel=0.08)
+    assert inside["reconfigure_s"] < 2.0
+
+
+def test_loss_is_bernoulli_at_the_configured_ratio(inside):
+    sent, received = inside["loss_20pct"]["sent"], inside["loss_20pct"]["received"]
+    assert sent == 2000
+    # 20% of 2000: the 99.99% binomial interval is about +-3.9 points
+    assert (sent - received) / sent == pytest.approx(0.20, abs=0.045)
+
+
+def test_queue_limits_in_packets_and_bytes(inside):
+    assert "pfifo 20: parent 10:1 limit 20p" in inside["router_qdisc_20p"]
+    assert "bfifo 20: parent 10:1 limit 100000b" in inside["router_qdisc_100kb"]
+    assert "htb" not in inside["router_qdisc_unlimited"]
+    assert "netem 1: root" in inside["router_qdisc_unlimited"]
+
+
+def test_dualpath_reaches_the_server_on_both_paths(inside):
+    for path in ("dual_ping_path1", "dual_ping_path2"):
+        assert inside[path]["received"] == 3
+        assert inside[path]["avg_ms"] == pytest.approx(20.0, abs=3.0)
+
+
+def test_sctp_fails_over_when_a_path_goes_down_and_back(inside):
+    moved = inside["failover_transfer"]
+    assert moved["received"]["bytes"] == 60_000
+    assert moved["received"]["sha256"] == moved["sent"]["sha256"]
+    # the data sent after the failure crossed path 2
+    assert inside["path2_bytes_during_failover"] > 30_000
+    assert inside["ping_path1_while_down_rc"] != 0
+    assert inside["dual_ping_path1_after_up"]["received"] == 3
+
+
+def test_dumbbell_joins_each_sender_to_its_receiver(inside):
+    assert inside["dumbbell_nodes"] == ["d1", "d2", "left", "right", "s1", "s2"]
+    for pair, rtt in inside["dumbbell_rtt"].items():
+        # 2 x (2 ms access + 30 ms bottleneck + 2 ms access)
+        assert rtt["received"] == 5, pair
+        assert rtt["avg_ms"] == pytest.approx(68.0, abs=4.0), pair
+    assert "bottleneck-up" in inside["dumbbell_egress"]
+    assert "s1-down" in inside["dumbbell_egress"]
+
+
+def test_nothing_is_left_behind_inside(inside):
+    assert inside["namespaces_left"].strip() == ""
+    assert inside["mnexec_left"].strip() == ""
