@@ -5,6 +5,7 @@ the links in place, and write every raw measurement (and the kernel's metadata) 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -13,9 +14,20 @@ _started = time.monotonic()
 from ..kernel import metadata  # noqa: E402
 from ..net.path import SERVER_IP, Path  # noqa: E402
 from ..params import LinkShape  # noqa: E402
-from . import probes  # noqa: E402
+from . import bulk, probes  # noqa: E402
 
 _imported = time.monotonic()
+
+
+def goodput_tool() -> str:
+    """iperf3 in real time; in virtual time bulk_probe, which blocks where iperf3 polls.
+    TESTBED_GOODPUT_PROBE=iperf3|bulk_probe chooses explicitly."""
+    chosen = os.environ.get("TESTBED_GOODPUT_PROBE")
+    if chosen:
+        if chosen not in ("iperf3", "bulk_probe"):
+            raise ValueError(f"TESTBED_GOODPUT_PROBE must be iperf3 or bulk_probe, not {chosen!r}")
+        return chosen
+    return "iperf3" if metadata.clock() == "real" else "bulk_probe"
 
 
 def run_case(path: Path, case: dict[str, Any]) -> dict[str, Any]:
@@ -28,6 +40,9 @@ def run_case(path: Path, case: dict[str, Any]) -> dict[str, Any]:
         kind = probe["kind"]
         if kind == "rtt":
             result["rtt"] = probes.ping(client, SERVER_IP, probe["count"], probe["interval_s"])
+        elif kind in ("tcp", "sctp") and goodput_tool() == "bulk_probe" and shape.rate_bps:
+            result[kind] = bulk.goodput(client, server, SERVER_IP, kind, probe["seconds"],
+                                        probe["omit_s"], shape.rate_bps)
         elif kind in ("tcp", "sctp"):
             result[kind] = probes.goodput(client, server, SERVER_IP, kind, probe["seconds"],
                                           probe["omit_s"])

@@ -37,7 +37,7 @@ def cases(quick: bool = False) -> list[dict[str, Any]]:
         plan.append({
             "name": f"{LOSS_PATH}-loss{loss:g}", "path": LOSS_PATH,
             "shape": LinkShape(rate, delay, loss, BULK_QUEUE).to_dict(),
-            # 100-byte datagrams at 1,500 per second load the 3 Mbit/s link to 57%.
+            # 100-byte datagrams at 1,000 per second load the 3 Mbit/s link to 38%.
             "probes": [{"kind": "loss", "count": 3000 if quick else 10_000, "payload": 100,
-                        "rate_pps": 1500.0}]})
+                        "rate_pps": 1000.0}]})
     return plan

@@ -15,9 +15,9 @@ from mininet.node import Node
 PYTHON = "/usr/bin/python3"
 IPERF_PORT = 5201
 PROBE_PORT = 5300
-# iperf3 over SCTP sends messages; a multiple of the 1452-byte DATA chunk payload of a
-# 1500-byte packet fills every packet, as a bulk transfer does.
-SCTP_MESSAGE = 1452 * 45
+# iperf3 over SCTP reads whole messages: one message per full packet (the 1452-byte DATA chunk
+# payload of a 1500-byte packet) keeps the per-second counts fine-grained on slow links.
+SCTP_MESSAGE = 1452
 
 _RTT = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
 _COUNTS = re.compile(r"(\d+) packets transmitted, (\d+) received")
@@ -81,7 +81,9 @@ def _iperf_client(client: Node, argv: list[str], timeout: float) -> dict[str, An
 
 def udp_loss(client: Node, server: Node, address: str, count: int, payload: int,
              rate_pps: float) -> dict[str, int]:
-    """Datagrams sent client -> server and how many distinct ones arrived."""
+    """Datagrams sent client -> server, how many distinct ones arrived, and how many the
+    server's own stack dropped (which would be counted as link loss if not reported)."""
+    drops_before = udp_receive_drops(server)
     with tempfile.TemporaryDirectory(prefix="udp-probe-") as scratch:
         ready = Path(scratch, "ready")
         receiver = server.popen([PYTHON, "-m", "topology.fidelity.udp_probe", "receive",
@@ -103,7 +105,15 @@ def udp_loss(client: Node, server: Node, address: str, count: int, payload: int,
     if receiver.returncode != 0:
         raise ProbeError(f"the UDP receiver failed: {err.decode().strip()}")
     got = json.loads(out.decode())
-    return {"sent": int(sent["sent"]), "received": int(got["received"])}
+    return {"sent": int(sent["sent"]), "received": int(got["received"]),
+            "receiver_drops": udp_receive_drops(server) - drops_before}
+
+
+def udp_receive_drops(node: Node) -> int:
+    """UDP datagrams the node's stack dropped for want of buffer space (RcvbufErrors)."""
+    lines = [l.split() for l in node.cmd("cat /proc/net/snmp").splitlines() if l.startswith("Udp:")]
+    header, values = lines[0], lines[1]
+    return int(values[header.index("RcvbufErrors")])
 
 
 def _checked(node: Node, argv: list[str], timeout: float) -> str:

@@ -59,8 +59,10 @@ def link_items(case: dict[str, Any], raw: dict[str, Any], timestamps: bool) -> l
         lost = sent - received
         interval = binomtest(lost, sent).proportion_ci(0.95, method="wilson")
         low, high = float(interval.low), float(interval.high)
+        clean = raw["loss"].get("receiver_drops", 0) == 0
         items.append(item(path, "loss_ratio", "ratio", shape.loss, lost / sent,
-                          low <= shape.loss <= high, ci95=[low, high], packets=sent))
+                          clean and low <= shape.loss <= high, ci95=[low, high], packets=sent,
+                          receiver_drops=raw["loss"].get("receiver_drops", 0)))
     return items
 
 

@@ -1,7 +1,8 @@
 """Kernel backends: where the experiments' network stacks run.
 
 `uml` (default) boots the pinned User-Mode Linux; `host` uses this machine's kernel and refuses
-when it lacks SCTP or netem; `auto` picks host where capable, else uml."""
+when it lacks SCTP or netem; `auto` picks host where capable, else uml; `uml-virtual` boots the
+same User-Mode Linux built with time-travel and runs the job in virtual time."""
 from __future__ import annotations
 
 import os
@@ -9,22 +10,26 @@ import os
 from .base import BackendError, KernelBackend, RunResult
 from .capabilities import missing_pieces
 
-BACKEND_NAMES = ("uml", "host", "auto")
+BACKEND_NAMES = ("uml", "host", "auto", "uml-virtual")
 
 
-def open_backend(name: str | None = None) -> KernelBackend:
-    """The backend called `name`, or the one KERNEL names, or uml."""
+def open_backend(name: str | None = None, memory: str | None = None) -> KernelBackend:
+    """The backend called `name`, or the one KERNEL names, or uml. `memory` sizes a pinned
+    kernel (e.g. "640M"); the host backend has the machine's."""
     chosen = (name or os.environ.get("KERNEL") or "uml").strip()
     if chosen not in BACKEND_NAMES:
         raise BackendError(
             f"unknown kernel backend {chosen!r}: choose one of {', '.join(BACKEND_NAMES)}")
     if chosen == "auto":
         chosen = "host" if os.geteuid() == 0 and not missing_pieces() else "uml"
+    if chosen == "uml-virtual":
+        from .uml_virtual import VirtualUmlBackend
+        return VirtualUmlBackend()
     if chosen == "host":
         from .host import HostBackend
         return HostBackend()
     from .uml import UmlBackend
-    return UmlBackend()
+    return UmlBackend(memory=memory) if memory else UmlBackend()
 
 
 __all__ = ["BACKEND_NAMES", "BackendError", "KernelBackend", "RunResult", "open_backend"]

@@ -10,8 +10,19 @@ from typing import Mapping, Protocol, Sequence
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+REAL_CLOCK = "real"
+
+
 class BackendError(RuntimeError):
     """The kernel backend could not run the job; the message says what to do."""
+
+
+def clock_label(time_travel: str | None) -> str:
+    """How a result names its clock: "real", or "virtual (time-travel=MODE)" for a User-Mode
+    Linux booted with time-travel, whose clock skips the time when every program waits."""
+    if time_travel is None:
+        return REAL_CLOCK
+    return f"virtual (time-travel={time_travel})" if time_travel else "virtual (time-travel)"
 
 
 @dataclass
@@ -24,6 +35,7 @@ class RunResult:
     stdout: str
     stderr: str
     timings_s: dict[str, float] = field(default_factory=dict)
+    clock: str = REAL_CLOCK  # see clock_label
 
     def check(self) -> "RunResult":
         if self.returncode != 0:

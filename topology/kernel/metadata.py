@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .base import clock_label
+
 SYSCTLS = (
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
     "net.ipv4.tcp_sack", "net.ipv4.tcp_dsack", "net.ipv4.tcp_timestamps",
@@ -60,10 +62,25 @@ def tool_versions() -> dict[str, str]:
     return versions
 
 
+def clock() -> str:
+    """"real", or "virtual (time-travel=...)" when this kernel was booted with time-travel:
+    read from the kernel's own command line, so it cannot disagree with what ran."""
+    try:
+        args = Path("/proc/cmdline").read_text().split()
+    except OSError:
+        return clock_label(None)
+    for arg in args:
+        key, _, mode = arg.partition("=")
+        if key == "time-travel":
+            return clock_label(mode)
+    return clock_label(None)
+
+
 def collect() -> dict[str, Any]:
     uname = os.uname()
     return {
         "backend": os.environ.get("TESTBED_BACKEND", "unknown"),
+        "clock": clock(),
         "kernel_release": uname.release,
         "kernel_version": uname.version,
         "machine": uname.machine,

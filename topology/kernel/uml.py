@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import IO, Mapping, Sequence
 
-from .base import REPO_ROOT, BackendError, RunResult, job_environment, job_script
+from .base import REPO_ROOT, REAL_CLOCK, BackendError, RunResult, job_environment, job_script
 
 INIT_SCRIPT = Path(__file__).with_name("uml_init.sh")
 UML_BINARY = "linux.uml"
@@ -21,6 +21,19 @@ MODULE_STORE = Path("/usr/lib/uml/modules")
 DEFAULT_MEMORY = "256M"
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 HALT_GRACE_S = 10.0
+
+# Kernels this process has running, so an interrupted program can stop them all: they run in
+# sessions of their own and do not see the terminal's Ctrl-C.
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+
+
+def stop_all() -> None:
+    """Stop every kernel this process started that is still running."""
+    with _running_lock:
+        running = list(_running)
+    for proc in running:
+        _kill_group(proc)
 
 
 def scratch_root() -> Path:
@@ -70,17 +83,23 @@ class UmlBackend:
     """Runs jobs inside the pinned kernel. Instances are independent: several may run at once."""
 
     name = "uml"
+    binary = UML_BINARY
+    clock = REAL_CLOCK
+    default_timeout_s = DEFAULT_TIMEOUT_S
 
     def __init__(self, memory: str = DEFAULT_MEMORY, keep_scratch: bool = False,
                  extra_boot_args: Sequence[str] = ()) -> None:
-        self.release = pinned_release()
+        self.release = self._release()
         self.memory = memory
         self.keep_scratch = keep_scratch or bool(os.environ.get("TESTBED_KEEP_SCRATCH"))
         self.extra_boot_args = list(extra_boot_args)
 
+    def _release(self) -> str:
+        return pinned_release()
+
     def boot_args(self, instance: str, scratch: Path) -> list[str]:
         return [
-            UML_BINARY, f"mem={self.memory}", "rootfstype=hostfs", "rootflags=/", "rw",
+            self.binary, f"mem={self.memory}", "rootfstype=hostfs", "rootflags=/", "rw",
             f"init={INIT_SCRIPT}", "con=null", "con0=fd:0,fd:1", "quiet",
             f"umid={instance}", f"uml_dir={scratch}", f"TESTBED_SCRATCH={scratch}",
             f"TESTBED_HOSTNAME={instance}", *self.extra_boot_args,
@@ -98,7 +117,7 @@ class UmlBackend:
             job_script(argv, cwd or REPO_ROOT, job_environment(env, self.name)))
         ok = False
         try:
-            result = self._boot(instance, scratch, timeout_s or DEFAULT_TIMEOUT_S, stream)
+            result = self._boot(instance, scratch, timeout_s or self.default_timeout_s, stream)
             ok = True
             return result
         finally:
@@ -115,20 +134,29 @@ class UmlBackend:
             proc = subprocess.Popen(self.boot_args(instance, scratch), stdin=subprocess.DEVNULL,
                                     stdout=console, stderr=subprocess.STDOUT,
                                     start_new_session=True)
+        with _running_lock:
+            _running.add(proc)
         for tail in tails:
             tail.start()
+        try:
+            self._wait(proc, scratch, timeout_s)
+        finally:
+            _kill_group(proc)
+            with _running_lock:
+                _running.discard(proc)
+            for tail in tails:
+                tail.finished.set()
+                tail.join()
+        return self._collect(scratch, launched, time.time())
+
+    def _wait(self, proc: subprocess.Popen[bytes], scratch: Path, timeout_s: float) -> None:
+        """Until the kernel exits; BackendError when it runs past timeout_s of wall time."""
         try:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise BackendError(
                 f"the job inside the pinned kernel ran past its {timeout_s:.0f} s wall-time "
                 f"limit and was stopped; scratch kept at {scratch}") from None
-        finally:
-            _kill_group(proc)
-            for tail in tails:
-                tail.finished.set()
-                tail.join()
-        return self._collect(scratch, launched, time.time())
 
     def _collect(self, scratch: Path, launched: float, ended: float) -> RunResult:
         status = scratch / "status"
@@ -144,6 +172,10 @@ class UmlBackend:
             timings["launch_to_init"] = init_started - launched
         if job_started is not None:
             timings["launch_to_job"] = job_started - launched
+        # The job's duration on the kernel's own clock (virtual time on a time-travel kernel).
+        uptimes = [_read_float(scratch / f"job-{edge}-uptime") for edge in ("started", "ended")]
+        if None not in uptimes:
+            timings["job_kernel"] = uptimes[1] - uptimes[0]
         return RunResult(
             backend=self.name,
             kernel_release=_read_text(scratch / "kernel-release").strip() or self.release,
@@ -151,6 +183,7 @@ class UmlBackend:
             stdout=_read_text(scratch / "stdout"),
             stderr=_read_text(scratch / "stderr"),
             timings_s=timings,
+            clock=self.clock,
         )
 
 

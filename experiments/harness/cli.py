@@ -1,0 +1,68 @@
+"""The harness's command line.
+
+  python3 -m experiments.harness run NAME [--workers N] [--kernel K]   run (or resume) it
+  python3 -m experiments.harness validate NAME                         check the file only
+  python3 -m experiments.harness plan NAME                             points and first round
+  python3 -m experiments.harness tables NAME                           rebuild the CSVs"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+from topology.kernel import BACKEND_NAMES, BackendError
+from topology.params import ParameterError
+
+from . import spec
+from .coordinator import Harness, HarnessError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m experiments.harness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run or resume an experiment")
+    run.add_argument("experiment", help="a name in experiments/ or a .toml file")
+    run.add_argument("--workers", type=int, default=None,
+                     help="pinned kernels at once (default: one per core)")
+    run.add_argument("--kernel", choices=BACKEND_NAMES, default=None,
+                     help="kernel backend (default: $KERNEL or uml)")
+    for name in ("validate", "plan", "tables"):
+        sub.add_parser(name).add_argument("experiment")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    args = build_parser().parse_args(argv)
+    try:
+        experiment = spec.load(args.experiment)
+        harness = Harness(experiment, getattr(args, "workers", None),
+                          getattr(args, "kernel", None))
+        if args.command == "validate":
+            print(f"{experiment.file}: valid, {len(harness.points)} points")
+            return 0
+        if args.command == "plan":
+            for key in harness.points:
+                print(key)
+            reps = experiment.repetitions
+            print(f"{len(harness.points)} points; {reps.min} to {reps.max} runs each, until the "
+                  f"{reps.confidence:.0%} interval is within {reps.target_half_width:.0%} "
+                  "of the mean")
+            return 0
+        if args.command == "tables":
+            from . import tables
+            print(tables.write(experiment, harness.ledger, harness.states()))
+            return 0
+        started = time.monotonic()
+        out = harness.run()
+        print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}")
+        return 0
+    except (spec.SpecError, ParameterError, HarnessError, BackendError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are kept; run the same command to resume",
+              file=sys.stderr)
+        return 130

@@ -1,0 +1,197 @@
+"""Runs an experiment to completion: rounds of runs until every point's confidence interval is
+tight or its cap is reached, each round split into batches that run in parallel, one pinned
+kernel per worker. Resumable: finished runs are never run again, half-finished ones are."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from topology.kernel import BackendError, open_backend
+from topology.kernel.base import REPO_ROOT
+
+from . import dataset, stats, tables
+from .analyze import analysed
+from .ledger import Ledger
+from .plan import Point, estimated_seconds, points
+from .profiles import sysctls_for
+from .progress import Progress
+from .spec import Experiment
+
+FTPD = REPO_ROOT / "ftp-impl" / "build" / "ftpd"
+FTPC = REPO_ROOT / "ftp-impl" / "build" / "ftpc"
+PYTHON = "/usr/bin/python3"
+KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel's tmpfs
+DOWNLOADS = "/run/testbed-downloads"
+MAX_FAILURES_PER_POINT = 3
+BATCH_OVERHEAD_S = 300.0
+
+
+class HarnessError(RuntimeError):
+    pass
+
+
+@dataclass
+class PointState:
+    point: Point
+    samples: list[float]
+    reps: list[int]
+    failures: int
+
+    def needed(self, experiment: Experiment) -> int:
+        if self.failures >= MAX_FAILURES_PER_POINT and len(self.samples) < experiment.repetitions.min:
+            return 0  # given up: reported as failed
+        reps = experiment.repetitions
+        return stats.runs_still_needed(self.samples, reps.confidence, reps.target_half_width,
+                                       reps.min, reps.max)
+
+
+class Harness:
+    def __init__(self, experiment: Experiment, workers: int | None = None,
+                 kernel: str | None = None, ledger: Ledger | None = None) -> None:
+        self.experiment = experiment
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.kernel = kernel
+        self.ledger = ledger or Ledger.for_experiment(experiment.name)
+        self.points = {p.key: p for p in points(experiment)}
+        self.data: dict[int, dataset.DataSet] = {}
+
+    # -- the whole experiment ---------------------------------------------------------------
+    def run(self) -> Path:
+        self._check_programs()
+        self.ledger.prepare()
+        for size in self.experiment.file_sizes:
+            data = dataset.ensure(self.ledger.data, size, self.experiment.files,
+                                  self.experiment.seed)
+            problems = data.check()
+            if problems:
+                raise HarnessError("data set is not as made: " + "; ".join(problems[:3]))
+            self.data[size] = data
+        round_number = 0
+        while True:
+            states = self.states()
+            orders = self.next_round(states)
+            if not orders:
+                break
+            round_number += 1
+            before = len(self.ledger.finished())
+            self.execute(orders, f"round {round_number}")
+            if len(self.ledger.finished()) == before:
+                raise HarnessError(f"round {round_number} finished no run; the kernel's "
+                                   f"console logs are under {self.ledger.work}")
+        return tables.write(self.experiment, self.ledger, self.states())
+
+    def _check_programs(self) -> None:
+        missing = [str(p) for p in (FTPD, FTPC) if not os.access(p, os.X_OK)]
+        if missing:
+            raise HarnessError(f"the FTP programs are not built ({', '.join(missing)}): "
+                               "run `make build`")
+
+    # -- planning ---------------------------------------------------------------------------
+    def states(self) -> dict[str, PointState]:
+        states = {key: PointState(point, [], [], 0) for key, point in self.points.items()}
+        for run_id, record in self.ledger.finished().items():
+            state = states.get(record.get("point", ""))
+            if state is None:
+                continue  # a run of a point no longer in the experiment file
+            state.reps.append(record["rep"])
+            row = analysed(self.experiment, self.ledger.run_dir(run_id), record)
+            if record["status"] == "ok" and row["transfer_time_s"] is not None:
+                state.samples.append(row["transfer_time_s"])
+            else:
+                state.failures += 1
+        return states
+
+    def next_round(self, states: dict[str, PointState]) -> list[dict[str, Any]]:
+        orders = []
+        for state in states.values():
+            first = max(state.reps, default=0) + 1
+            for rep in range(first, first + state.needed(self.experiment)):
+                orders.append(self.order(state.point, rep))
+        return orders
+
+    def order(self, point: Point, rep: int) -> dict[str, Any]:
+        """Everything the kernel-side worker needs for one run."""
+        run_id = point.run_id(rep)
+        data = self.data[point.file_size]
+        path = self.experiment.path(point.path)
+        return {
+            "id": run_id, "point": point.key, "rep": rep, "params": point.as_row(),
+            "variant": point.variant, "dir": str(self.ledger.run_dir(run_id)),
+            "pcap": str(self.ledger.pcap(run_id)), "scratch": DOWNLOADS,
+            "shape": self.experiment.shape(path, point.loss).to_dict(),
+            "sysctls": sysctls_for(point.profile, self.experiment.sctp),
+            "data": str(data.root), "expected": data.digests,
+            "ftpd": str(FTPD), "ftpc": str(FTPC),
+            "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,
+            "estimate_s": estimated_seconds(self.experiment, point),
+        }
+
+    # -- execution --------------------------------------------------------------------------
+    def batches(self, orders: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """Longest first onto the least-loaded worker, so workers finish together."""
+        batches: list[list[dict[str, Any]]] = [[] for _ in range(min(self.workers, len(orders)))]
+        loads = [0.0] * len(batches)
+        for order in sorted(orders, key=lambda o: -o["estimate_s"]):
+            lightest = loads.index(min(loads))
+            batches[lightest].append(order)
+            loads[lightest] += order["estimate_s"]
+        return batches
+
+    def execute(self, orders: list[dict[str, Any]], label: str) -> None:
+        batches = self.batches(orders)
+        ids = [o["id"] for o in orders]
+        estimate = max(sum(o["estimate_s"] for o in b) for b in batches) + 15
+
+        def count() -> tuple[int, int]:
+            finished = self.ledger.finished()
+            done = [finished[i] for i in ids if i in finished]
+            return len(done), sum(r["status"] != "ok" for r in done)
+
+        progress = Progress(f"{self.experiment.name} {label}", len(orders), estimate, count)
+        progress.start()
+        errors: list[str] = []
+        stop = threading.Event()
+        try:
+            with ThreadPoolExecutor(len(batches)) as pool:
+                futures = [pool.submit(self.run_batch, i, batch, label, stop)
+                           for i, batch in enumerate(batches)]
+                for future in futures:
+                    error = future.result()
+                    if error:
+                        errors.append(error)
+        except KeyboardInterrupt:
+            stop.set()
+            from topology.kernel.uml import stop_all
+            stop_all()
+            raise
+        finally:
+            progress.stop()
+        for error in errors:
+            print(f"warning: {error}", flush=True)
+
+    def run_batch(self, index: int, batch: list[dict[str, Any]], label: str,
+                  stop: threading.Event) -> str | None:
+        todo = [o for o in batch if not self.ledger.is_finished(o["id"])]
+        if not todo or stop.is_set():
+            return None
+        tag = f"{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
+        batch_file = self.ledger.work / f"{tag}.json"
+        batch_file.write_text(json.dumps({
+            "runs": todo, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json")}))
+        timeout = sum(o["timeout_s"] + 60 for o in todo) + BATCH_OVERHEAD_S
+        try:
+            result = open_backend(self.kernel, memory=KERNEL_MEMORY).run(
+                [PYTHON, "-m", "experiments.harness.inside", str(batch_file)], timeout_s=timeout)
+        except BackendError as error:
+            return f"worker {index + 1}: {error}"
+        (self.ledger.work / f"{tag}.log").write_text(result.stdout + result.stderr)
+        if result.returncode != 0:
+            tail = "\n".join(result.stderr.strip().splitlines()[-8:])
+            return f"worker {index + 1} stopped early (exit {result.returncode}):\n{tail}"
+        return None

@@ -1,0 +1,74 @@
+"""The files a session transfers: deterministic pseudo-random content per (size, count, seed),
+made once and reused, with a manifest of SHA-256 digests that every run is checked against."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class DataSet:
+    root: Path          # the directory the server serves
+    digests: dict[str, str]
+    size: int
+
+    def check(self) -> list[str]:
+        """Problems with the files on disk (empty when every file is as made)."""
+        problems = []
+        for name, digest in self.digests.items():
+            path = self.root / name
+            if not path.is_file():
+                problems.append(f"{path}: missing")
+            elif path.stat().st_size != self.size:
+                problems.append(f"{path}: {path.stat().st_size} bytes, expected {self.size}")
+        return problems
+
+
+def file_name(index: int) -> str:
+    return f"file{index:04d}.bin"
+
+
+def ensure(base: Path, size: int, count: int, seed: int) -> DataSet:
+    """The data set, made if absent or incomplete. Safe against interruption: a set counts only
+    once its manifest is written, and the manifest is written last, atomically."""
+    root = base / f"{size}B-x{count}-seed{seed}"
+    # beside the served directory, not in it: mget * must fetch exactly the data files
+    manifest = base / f"{root.name}.manifest.json"
+    if manifest.is_file():
+        data = DataSet(root, json.loads(manifest.read_text()), size)
+        if not data.check():
+            return data
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(f"{seed}-{size}-{count}")
+    digests = {}
+    for index in range(count):
+        content = rng.randbytes(size)
+        name = file_name(index)
+        (root / name).write_bytes(content)
+        digests[name] = hashlib.sha256(content).hexdigest()
+    partial = manifest.with_suffix(".tmp")
+    partial.write_text(json.dumps(digests, indent=1))
+    os.replace(partial, manifest)
+    return DataSet(root, digests, size)
+
+
+def verify_download(directory: Path, expected: dict[str, str]) -> list[str]:
+    """Problems with a downloaded set (empty when every file arrived byte-identical)."""
+    problems = []
+    present = {p.name for p in directory.iterdir() if p.is_file()} if directory.is_dir() else set()
+    for name, digest in expected.items():
+        path = directory / name
+        if name not in present:
+            problems.append(f"{name}: not downloaded")
+            continue
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        if actual != digest:
+            problems.append(f"{name}: content differs ({path.stat().st_size} bytes)")
+    extra = present - set(expected)
+    if extra:
+        problems.append(f"unexpected files: {', '.join(sorted(extra)[:5])}")
+    return problems

@@ -1,0 +1,133 @@
+"""The experiment's tidy outputs, rebuilt from the run records and their analyses alone:
+runs.csv (one row per run), summary.csv (one row per point) and meta.json."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from topology.kernel.base import REPO_ROOT
+
+from . import stats
+from .analyze import analysed
+from .ledger import Ledger
+from .profiles import COMMON_SYSCTLS, SCTP_KNOBS, TCP_PROFILES
+from .spec import Experiment
+
+RUN_COLUMNS = ["run_id", "path", "loss", "file_size", "files", "variant", "profile", "rep",
+               "status", "transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
+               "connections", "handshakes", "retransmissions", "timeouts", "rate_bps",
+               "delay_s", "queue", "pcap", "pcap_bytes", "started", "ended", "reasons", "notes"]
+SUMMARY_COLUMNS = ["path", "loss", "file_size", "files", "variant", "profile", "n", "mean_s",
+                   "sd_s", "ci90_half_s", "ci90_rel", "ci_level", "ci_half_s", "status",
+                   "runs_failed", "runs_flagged"]
+
+
+def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
+    rows = []
+    for run_id, record in sorted(ledger.finished().items()):
+        analysis = analysed(experiment, ledger.run_dir(run_id), record)
+        shape = record.get("shape", {})
+        row = {"run_id": run_id, **record.get("params", {}), "rep": record["rep"],
+               "status": record["status"], "rate_bps": shape.get("rate_bps"),
+               "delay_s": shape.get("delay_s"), "queue": json.dumps(shape.get("queue")),
+               "pcap": os.path.relpath(record["pcap"], ledger.root) if record.get("pcap") else "",
+               "started": record.get("started"), "ended": record.get("ended"),
+               "reasons": "; ".join(record.get("reasons", [])), **analysis}
+        if row["status"] == "ok" and row.get("transfer_time_s") is None:
+            row["status"] = "failed"  # verified files but no measurable instants: not a number
+        rows.append(row)
+    return rows
+
+
+def summary_rows(experiment: Experiment, runs: list[dict[str, Any]], states) -> list[dict[str, Any]]:
+    reps = experiment.repetitions
+    rows = []
+    for key, state in states.items():
+        point_runs = [r for r in runs if r["run_id"].startswith(key + "_r")]
+        ok = [r for r in point_runs if r["status"] == "ok"]
+        samples = [r["transfer_time_s"] for r in ok]
+        at90 = stats.interval(samples, 0.90)
+        at_level = stats.interval(samples, reps.confidence)
+        if stats.is_tight(at_level, reps.target_half_width):
+            status = "tight"
+        elif len(samples) >= reps.max:
+            status = "capped"
+        elif state.needed(experiment) == 0 and len(samples) < reps.min:
+            status = "failed"
+        else:
+            status = "incomplete"
+        rows.append({**state.point.as_row(), "n": len(samples), "mean_s": at90.mean,
+                     "sd_s": at90.sd, "ci90_half_s": at90.half_width,
+                     "ci90_rel": at90.relative, "ci_level": reps.confidence,
+                     "ci_half_s": at_level.half_width, "status": status,
+                     "runs_failed": len(point_runs) - len(ok),
+                     "runs_flagged": sum(bool(r.get("flagged")) for r in ok)})
+    return rows
+
+
+def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    partial = path.with_suffix(".tmp")
+    with partial.open("w", newline="") as out:
+        writer = csv.DictWriter(out, columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _cell(row.get(k)) for k in columns})
+    os.replace(partial, path)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, float):
+        return "" if value != value or value in (float("inf"), float("-inf")) else f"{value:.6g}"
+    return "" if value is None else value
+
+
+def testbed_commit() -> dict[str, Any]:
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
+                              text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+    return {"commit": git("rev-parse", "HEAD") or "unknown",
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def host_tools() -> dict[str, str]:
+    proc = subprocess.run(["tshark", "--version"], capture_output=True, text=True)
+    first = proc.stdout.splitlines()[0] if proc.stdout else "absent"
+    return {"tshark": first, "host_python": platform.python_version(),
+            "host_kernel": platform.release()}
+
+
+def meta(experiment: Experiment, ledger: Ledger) -> dict[str, Any]:
+    batches = []
+    for path in sorted(ledger.work.glob("*.metadata.json")):
+        try:
+            batches.append(json.loads(path.read_text()))
+        except json.JSONDecodeError:
+            continue
+    kernels = sorted({(b["backend"], b["kernel_release"]) for b in batches})
+    first = batches[0] if batches else {}
+    return {
+        "experiment": experiment.as_record(),
+        "backend": first.get("backend"), "kernel_release": first.get("kernel_release"),
+        "kernels_seen": [{"backend": b, "kernel_release": k} for b, k in kernels],
+        "sysctls": first.get("sysctls"), "tools": {**first.get("tools", {}), **host_tools()},
+        "profiles": {"tcp": {p: TCP_PROFILES[p] for p in experiment.tcp_profiles},
+                     "common": COMMON_SYSCTLS,
+                     "sctp": {SCTP_KNOBS[k]["sysctl"]: v for k, v in experiment.sctp.items()}},
+        "testbed": testbed_commit(), "seed": experiment.seed,
+        "link_checks": [c for b in batches for c in b.get("link_checks", [])],
+        "topology_build_s": [b.get("topology_build_s") for b in batches],
+    }
+
+
+def write(experiment: Experiment, ledger: Ledger, states) -> Path:
+    runs = run_rows(experiment, ledger)
+    write_csv(ledger.root / "runs.csv", RUN_COLUMNS, runs)
+    write_csv(ledger.root / "summary.csv", SUMMARY_COLUMNS, summary_rows(experiment, runs, states))
+    (ledger.root / "meta.json").write_text(json.dumps(meta(experiment, ledger), indent=2) + "\n")
+    return ledger.root

@@ -1,0 +1,171 @@
+"""`uml-virtual`: the pinned kernel in virtual time. The same User-Mode Linux 6.1 as `uml`, built
+from Debian's linux-source-6.1 with time-travel support and everything built in
+(timetravel/build.sh, `make kernel`), booted with `time-travel=inf-cpu`: the kernel's clock
+jumps over the time when every program waits, so timers (netem delays, htb pacing, TCP and SCTP
+timers) fire in order and nobody waits for them. A 256 kbit/s satellite path runs tens of times
+faster than real time.
+
+The price: in inf-cpu mode computing costs no virtual time, so a program that busy-waits (spins
+on the CPU, or polls without blocking) never lets the clock advance and the job hangs. Programs
+must block in the kernel (blocking sockets, poll/select with timeouts, sleep) and cap transfers
+by bytes, not duration. A wall-time watchdog ends such a job with a message naming the cause:
+it stops a job whose clock has not advanced for TESTBED_VIRTUAL_STALL_S seconds of wall time
+(default 300), and any job past its wall-time limit (timeout_s, else TESTBED_VIRTUAL_TIMEOUT_S,
+default 2 hours)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from .base import BackendError, RunResult, clock_label
+from .uml import UmlBackend, _read_float, _read_text
+
+BUILD_SCRIPT = Path(__file__).with_name("timetravel") / "build.sh"
+HEARTBEAT_SCRIPT = Path(__file__).with_name("uml_heartbeat.sh")
+TIME_TRAVEL = "inf-cpu"
+TIME_TRAVEL_MODES = ("inf-cpu", "basic")
+DEFAULT_TIMEOUT_S = 2 * 3600.0
+DEFAULT_STALL_S = 300.0
+POLL_S = 0.25
+DIAGNOSIS_WAIT_S = 5.0
+
+BUSY_WAIT_ADVICE = (
+    "In virtual time (time-travel={mode}) the kernel's clock only advances while every program "
+    "waits in the kernel, so a program that busy-waits (spins on the CPU, or polls without "
+    "blocking, as iperf3 does while it waits on its control connection) freezes it. Use "
+    "programs that block (blocking sockets, poll/select with a timeout, sleep) and cap "
+    "transfers by bytes, not by duration; or run the job with KERNEL=uml (real time).")
+
+
+def virtual_kernel() -> Path:
+    """The time-travel kernel's binary: $TESTBED_VIRTUAL_KERNEL, else the cached build."""
+    override = os.environ.get("TESTBED_VIRTUAL_KERNEL")
+    if override:
+        path = Path(override)
+        if not os.access(path, os.X_OK):
+            raise BackendError(f"TESTBED_VIRTUAL_KERNEL={override} is not an executable kernel")
+        return path
+    try:
+        found = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-path"], capture_output=True,
+                               text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise BackendError(f"cannot locate the time-travel kernel: {error}") from None
+    if found.returncode != 0:
+        reason = found.stderr.strip() or f"{found.stdout.strip()} is not built"
+        raise BackendError(f"the time-travel kernel is not ready ({reason}): run `make kernel` "
+                           "(builds it once, about 5 minutes on 2 cores)")
+    return Path(found.stdout.strip())
+
+
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise BackendError(f"{name} must be a number of seconds, got {value!r}") from None
+    if seconds <= 0:
+        raise BackendError(f"{name} must be positive, got {value!r}")
+    return seconds
+
+
+class VirtualUmlBackend(UmlBackend):
+    """Runs jobs inside the time-travel kernel, in virtual time."""
+
+    name = "uml-virtual"
+    clock = clock_label(TIME_TRAVEL)
+
+    def __init__(self, *args, stall_s: float | None = None, time_travel: str | None = None,
+                 **kwargs) -> None:
+        self.time_travel = time_travel or os.environ.get("TESTBED_TIME_TRAVEL") or TIME_TRAVEL
+        if self.time_travel not in TIME_TRAVEL_MODES:
+            raise BackendError(f"time-travel mode must be one of {', '.join(TIME_TRAVEL_MODES)}, "
+                               f"not {self.time_travel!r}")
+        self.clock = clock_label("" if self.time_travel == "basic" else self.time_travel)
+        self.binary = str(virtual_kernel())
+        self.default_timeout_s = _env_seconds("TESTBED_VIRTUAL_TIMEOUT_S", DEFAULT_TIMEOUT_S)
+        self.stall_s = stall_s or _env_seconds("TESTBED_VIRTUAL_STALL_S", DEFAULT_STALL_S)
+        super().__init__(*args, **kwargs)
+
+    def _release(self) -> str:
+        # written by the build (`linux.uml --version`)
+        release = _read_text(Path(self.binary).with_name("release")).strip()
+        return release or "unknown (time-travel build)"
+
+    def boot_args(self, instance: str, scratch: Path) -> list[str]:
+        return super().boot_args(instance, scratch) + [
+            "time-travel" if self.time_travel == "basic" else f"time-travel={self.time_travel}",
+            "TESTBED_MODULES=none",                  # everything is built in
+            f"TESTBED_HEARTBEAT={HEARTBEAT_SCRIPT}",
+            "TESTBED_SETTLE_S=1",                    # costs no wall time
+        ]
+
+    def _wait(self, proc: subprocess.Popen[bytes], scratch: Path, timeout_s: float) -> None:
+        """Like `uml`, with the stall check: the heartbeat must advance."""
+        started = last_advance = time.monotonic()
+        clock_s: float | None = None
+        job_seen = False
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if not job_seen and (scratch / "job-started").exists():
+                job_seen = True
+                (scratch / "job-seen-wall").write_text(f"{time.time():.3f}\n")
+            beat = _read_float(scratch / "heartbeat")
+            if beat is not None and (clock_s is None or beat > clock_s):
+                clock_s, last_advance = beat, now
+            if now - last_advance > self.stall_s:
+                raise BackendError(self._stalled(scratch, clock_s, now - last_advance))
+            if now - started > timeout_s:
+                raise BackendError(self._too_long(scratch, clock_s, timeout_s))
+
+    def _stalled(self, scratch: Path, clock_s: float | None, for_s: float) -> str:
+        where = "before it started" if clock_s is None else f"at {clock_s:.1f} s of uptime"
+        return (f"the job inside the virtual-time kernel hung: its clock stopped {where} and "
+                f"did not advance for {for_s:.0f} s of wall time, so it was stopped. Likely "
+                "cause: a program that busy-waits. " + BUSY_WAIT_ADVICE.format(mode=self.time_travel)
+                + self._diagnosis(scratch) + " (A job that computes that long without waiting "
+                "may raise TESTBED_VIRTUAL_STALL_S.) Scratch kept at " + str(scratch))
+
+    def _too_long(self, scratch: Path, clock_s: float | None, timeout_s: float) -> str:
+        reached = "never started" if clock_s is None else f"reached {clock_s:.1f} s"
+        return (f"the job inside the virtual-time kernel ran past its {timeout_s:.0f} s "
+                f"wall-time limit and was stopped; its clock {reached} in that time. If that is "
+                "less than the job should take, the likely cause is a program that busy-waits. "
+                + BUSY_WAIT_ADVICE.format(mode=self.time_travel) + self._diagnosis(scratch)
+                + f" (Limit: timeout_s, --timeout or TESTBED_VIRTUAL_TIMEOUT_S.) Scratch kept "
+                f"at {scratch}")
+
+    def _diagnosis(self, scratch: Path) -> str:
+        """Ask the heartbeat for the process list; a frozen clock never answers."""
+        (scratch / "diagnose").touch()
+        deadline = time.monotonic() + DIAGNOSIS_WAIT_S
+        while time.monotonic() < deadline and not (scratch / "diagnosis").exists():
+            time.sleep(0.1)
+        listing = _read_text(scratch / "diagnosis")
+        if not listing:
+            return (" The kernel could not list its processes: with its clock frozen, no program "
+                    "that waits runs again.")
+        running = [line.strip() for line in listing.splitlines()[1:]
+                   if line.split()[2:3] and line.split()[2].startswith("R")
+                   and " ps -eo " not in line]
+        if not running:
+            return " No process was running when it was stopped."
+        return " Running (state R) when it was stopped: " + "; ".join(running) + "."
+
+    def _collect(self, scratch: Path, launched: float, ended: float) -> RunResult:
+        result = super()._collect(scratch, launched, ended)
+        # Inside, `date` reads the virtual clock: launch-to-job must come from the host's.
+        result.timings_s.pop("launch_to_init", None)
+        result.timings_s.pop("launch_to_job", None)
+        seen = _read_float(scratch / "job-seen-wall")
+        if seen is not None:
+            result.timings_s["launch_to_job"] = seen - launched
+        return result
