@@ -7,12 +7,22 @@ export PYTHONPATH := $(CURDIR)
 # Mininet imports distutils; the standard library's is fast, setuptools' shim is not.
 export SETUPTOOLS_USE_DISTUTILS := stdlib
 
-.PHONY: all setup build test test-core test-ftp fidelity experiment clean
+# The experiment `make experiment` runs: a name in experiments/ or a .toml file.
+EXP ?= demo
+WORKERS ?=
+
+.PHONY: all setup kernel build test test-core test-ftp test-virtual test-harness fidelity \
+        bench-virtual experiment smoke tables clean
 
 all: build
 
 setup:
 	bash docker/setup.sh
+
+# The time-travel kernel of KERNEL=uml-virtual. `setup` builds it (about 5 minutes on 2 cores,
+# once: it is cached by a hash of its configuration and source version); this prints its path.
+kernel: setup
+	bash topology/kernel/timetravel/build.sh
 
 build: setup
 	$(MAKE) -C ftp-impl
@@ -27,12 +37,30 @@ test-core: setup
 test-ftp: setup build
 	$(PYTHON) -m pytest tests/ftp
 
+test-harness: setup build
+	$(PYTHON) -m pytest tests/harness
+
+test-virtual: kernel
+	$(PYTHON) -m pytest tests/virtual
+
 # Link fidelity of the E1 paths: prints a table, writes results/fidelity.json.
 fidelity: setup
 	$(PYTHON) -m topology fidelity --kernel $(KERNEL)
 
-# The main job. Until the experiment harness lands it is the fidelity benchmark.
-experiment: fidelity
+# Virtual time against real time on the E1 paths: prints a table, writes results/bench-virtual.json.
+bench-virtual: kernel
+	$(PYTHON) -m topology.fidelity.virtual_bench
+
+# The main job: run (or resume) an experiment; results in results/$(EXP)/.
+experiment: setup build
+	$(PYTHON) -m experiments.harness run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS))
+
+smoke:
+	$(MAKE) experiment EXP=smoke
+
+# Rebuild runs.csv, summary.csv and meta.json from the finished runs.
+tables:
+	$(PYTHON) -m experiments.harness tables $(EXP)
 
 clean:
 	rm -rf results/fidelity.json

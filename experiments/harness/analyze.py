@@ -15,6 +15,8 @@ from .spec import Experiment
 
 ANALYSIS = "analysis.json"
 AGREEMENT_S = 0.001
+# Bumped whenever the reading of pcaps changes, so cached analyses are redone.
+ANALYSIS_VERSION = 2
 
 
 def client_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -83,8 +85,11 @@ def analyse(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> di
 def analysed(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
     cached = run_dir / ANALYSIS
     if cached.exists() and cached.stat().st_mtime >= (run_dir / "result.json").stat().st_mtime:
-        return json.loads(cached.read_text())
+        row = json.loads(cached.read_text())
+        if row.get("analysis_version") == ANALYSIS_VERSION:
+            return row
     row = analyse(experiment, run_dir, record)
+    row["analysis_version"] = ANALYSIS_VERSION
     partial = cached.with_suffix(".tmp")
     partial.write_text(json.dumps(row, indent=1))
     os.replace(partial, cached)

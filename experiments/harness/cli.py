@@ -10,12 +10,14 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 
 from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError
 
 from . import spec
 from .coordinator import Harness, HarnessError
+from .ledger import RESULTS_ROOT, Ledger
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="pinned kernels at once (default: one per core)")
     run.add_argument("--kernel", choices=BACKEND_NAMES, default=None,
                      help="kernel backend (default: $KERNEL or uml)")
+    run.add_argument("--results", type=Path, default=RESULTS_ROOT,
+                     help="results root (default: results/)")
     for name in ("validate", "plan", "tables"):
-        sub.add_parser(name).add_argument("experiment")
+        command = sub.add_parser(name)
+        command.add_argument("experiment")
+        command.add_argument("--results", type=Path, default=RESULTS_ROOT)
     return parser
 
 
@@ -39,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         experiment = spec.load(args.experiment)
         harness = Harness(experiment, getattr(args, "workers", None),
-                          getattr(args, "kernel", None))
+                          getattr(args, "kernel", None),
+                          Ledger.for_experiment(experiment.name, args.results))
         if args.command == "validate":
             print(f"{experiment.file}: valid, {len(harness.points)} points")
             return 0

@@ -7,6 +7,7 @@ sent it. A reply counts as received when all its bytes have arrived in order: un
 later segment can arrive before a retransmitted earlier one. The one place tshark is called."""
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,15 +99,14 @@ def _in_order_lines(segments: list[tuple[float, int, bytes]], received: bool
 
 
 def _sctp_control(pcap: Path) -> ControlChannel:
-    rows = tshark(pcap, ["frame.time_epoch", "sctp.srcport", "sctp.data_sid", "sctp.data_ssn",
-                         "data.data"], f"sctp.port == {FTP_PORT} && sctp.data_sid == 0")
     first_copy: dict[tuple[bool, int], tuple[float, bytes]] = {}
-    for time_s, port, sids, ssns, payloads in rows:
-        from_server = int(port) == FTP_PORT
-        for sid, ssn, payload in zip(sids.split("|"), ssns.split("|"), payloads.split("|")):
-            key = (from_server, int(ssn, 0))
-            if int(sid, 0) == 0 and key not in first_copy:
-                first_copy[key] = (float(time_s), bytes.fromhex(payload))
+    for time_s, src_port, chunks in _sctp_data_chunks(pcap, f"sctp.port == {FTP_PORT} && "
+                                                           "sctp.data_sid == 0"):
+        from_server = src_port == FTP_PORT
+        for sid, ssn, payload in chunks:
+            key = (from_server, ssn)
+            if sid == 0 and key not in first_copy:  # a retransmitted copy changes nothing
+                first_copy[key] = (time_s, payload)
     channel = ControlChannel()
     for from_server in (True, False):
         lines, delivered = [], 0.0
@@ -122,6 +122,42 @@ def _sctp_control(pcap: Path) -> ControlChannel:
         else:
             channel.commands = _commands(lines)
     return channel
+
+
+def _sctp_data_chunks(pcap: Path, display_filter: str
+                      ) -> list[tuple[float, int, list[tuple[int, int, bytes]]]]:
+    """(time, source port, [(stream, stream sequence number, payload)]) of every matching
+    packet. The chunks are read from the raw frame: tshark's per-field output cannot pair a
+    bundled chunk with its payload when another chunk in the packet is a message fragment."""
+    argv = ["tshark", "-r", str(pcap), "-n", "-Y", display_filter, "-T", "json", "-x",
+            "-j", "frame"]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise PcapError(f"tshark failed on {pcap}: {proc.stderr.strip()[-300:]}")
+    packets = []
+    for packet in json.loads(proc.stdout or "[]"):
+        layers = packet["_source"]["layers"]
+        frame = bytes.fromhex(layers["frame_raw"][0])
+        time_s = float(layers["frame"]["frame.time_epoch"])
+        packets.append((time_s, *_parse_sctp_frame(frame)))
+    return packets
+
+
+def _parse_sctp_frame(frame: bytes) -> tuple[int, list[tuple[int, int, bytes]]]:
+    ip = 14  # Ethernet II, as on the testbed's veth links
+    sctp = ip + (frame[ip] & 0x0F) * 4
+    src_port = int.from_bytes(frame[sctp:sctp + 2], "big")
+    chunks, offset = [], sctp + 12
+    while offset + 4 <= len(frame):
+        kind, length = frame[offset], int.from_bytes(frame[offset + 2:offset + 4], "big")
+        if length < 4:
+            break
+        if kind == 0 and length >= 16:  # DATA
+            sid = int.from_bytes(frame[offset + 8:offset + 10], "big")
+            ssn = int.from_bytes(frame[offset + 10:offset + 12], "big")
+            chunks.append((sid, ssn, frame[offset + 16:offset + length]))
+        offset += (length + 3) & ~3
+    return src_port, chunks
 
 
 def _replies(lines: list[tuple[str, float]]) -> list[tuple[int, float]]:

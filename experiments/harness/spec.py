@@ -220,7 +220,8 @@ class _Reader:
                 raise self.fail(f"{where}.name", "lower-case letters, digits and - only")
             rate = self.guard(f"{where}.rate", parse_rate, self.required(entry, "rate", where))
             delay = self.guard(f"{where}.delay", parse_time, self.required(entry, "delay", where))
-            self.guard(where, lambda _: LinkShape(rate, delay), None)
+            self.guard(f"{where}.rate", lambda v: LinkShape(rate_bps=v), rate)
+            self.guard(f"{where}.delay", lambda v: LinkShape(delay_s=v), delay)
             paths.append(PathSpec(name, rate, delay))
         if len({p.name for p in paths}) != len(paths):
             raise self.fail("network.paths", "path names must be unique")

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = "/usr/bin/python3"
+
+
+def harness(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "experiments.harness", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory) -> Path:
+    """The smoke experiment, end to end, into a results root of its own."""
+    results = tmp_path_factory.mktemp("results")
+    run = harness("run", "smoke", "--results", str(results), timeout=3600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return results / "smoke"

@@ -1,0 +1,83 @@
+"""The smoke experiment end to end: every point has its n and interval, every run's files were
+verified, times come from real pcaps and agree with the client's own clock."""
+import csv
+import json
+import statistics
+from pathlib import Path
+
+from experiments.harness import spec
+from experiments.harness.plan import points
+
+SIZES = {10240, 204800}
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_outputs_exist(smoke):
+    for name in ("runs.csv", "summary.csv", "meta.json"):
+        assert (smoke / name).is_file(), name
+    assert list((smoke / "pcaps").glob("*.pcap"))
+
+
+def test_every_point_has_n_and_an_interval(smoke):
+    summary = rows(smoke / "summary.csv")
+    experiment = spec.load("smoke")
+    assert {tuple(r[k] for k in ("variant", "loss", "file_size")) for r in summary} == \
+        {(p.variant, f"{p.loss:g}", str(p.file_size)) for p in points(experiment)}
+    for row in summary:
+        assert int(row["n"]) >= 3, row
+        assert float(row["mean_s"]) > 0 and float(row["ci90_half_s"]) >= 0, row
+        assert row["status"] in ("tight", "capped"), row
+        needed = set(("path", "loss", "file_size", "files", "variant", "profile", "n", "mean_s",
+                      "sd_s", "ci90_half_s"))
+        assert needed <= set(row)
+
+
+def test_every_run_was_verified_and_timed_from_its_pcap(smoke):
+    runs = rows(smoke / "runs.csv")
+    assert len(runs) >= 16 * 3
+    for run in runs:
+        assert run["status"] == "ok", run
+        assert float(run["transfer_time_s"]) > 0
+        assert (smoke / run["pcap"]).is_file()
+        record = json.loads((smoke / "runs" / run["run_id"] / "result.json").read_text())
+        assert record["status"] == "ok" and not record["reasons"]
+
+
+def test_pcap_and_client_times_agree(smoke):
+    diffs = [abs(float(r["pcap_client_diff_ms"])) for r in rows(smoke / "runs.csv")]
+    # the studies' instants read from the wire and from the client's clock: the client reads
+    # a reply a scheduling delay after it arrived, so a loaded machine shows a few ms at most
+    assert statistics.median(diffs) <= 1.0
+    assert max(diffs) <= 50.0
+
+
+def test_connections_in_the_pcap_match_the_variant(smoke):
+    for run in rows(smoke / "runs.csv"):
+        opened = int(run["connections"])
+        if run["variant"] in ("tcp", "sctp-naive"):
+            assert opened == 1 + 1 + int(run["files"]), run  # control, listing, each file
+        else:
+            assert opened == 1, run                            # one association per session
+        assert int(run["handshakes"]) == opened
+
+
+def test_more_loss_means_retransmissions(smoke):
+    runs = rows(smoke / "runs.csv")
+    lossy = [int(r["retransmissions"]) for r in runs if r["loss"] == "0.06"]
+    clean = [int(r["retransmissions"]) for r in runs if r["loss"] == "0"]
+    assert sum(lossy) > 10 * max(1, sum(clean))
+
+
+def test_meta_records_how_the_results_were_made(smoke):
+    meta = json.loads((smoke / "meta.json").read_text())
+    assert meta["backend"] == "uml" and meta["kernel_release"].startswith("6.1")
+    assert meta["sysctls"]["net.ipv4.tcp_congestion_control"]
+    assert meta["profiles"]["tcp"]["tcp-newreno"]["net.ipv4.tcp_sack"] == "0"
+    assert len(meta["testbed"]["commit"]) == 40
+    assert meta["seed"] == 1 and "tshark" in meta["tools"]
+    for check in meta["link_checks"]:
+        assert abs(check["avg_ms"] - check["rtt_configured_ms"]) < 2.0
