@@ -1,0 +1,31 @@
+/* clientopts.h - the ftpc command line. */
+#ifndef FTP_CLIENTOPTS_H
+#define FTP_CLIENTOPTS_H
+
+#include <limits.h>
+
+#include "transport.h"
+
+enum variant { V_TCP, V_SCTP_NAIVE, V_SCTP_MS, V_SCTP_MS_CP };
+
+struct copts {
+  enum variant variant;
+  char variant_name[16];
+  char host[256];            /* HOST[:PORT] as given */
+  char out_dir[PATH_MAX];
+  char user[64];
+  char pass[64];
+  int active;                /* PORT/EPRT instead of PASV/EPSV */
+  int timeout_s;             /* longest wait without progress */
+  unsigned chunk;            /* MS upload message size */
+  struct xp_opts xp;
+  char **cmds;               /* COMMAND ARGS... (argv tail) */
+  int ncmds;
+};
+
+void copts_parse(int argc, char **argv, struct copts *o);
+/* The variant uses SCTP / streams? */
+int copts_sctp(const struct copts *o);
+int copts_ms(const struct copts *o);
+
+#endif

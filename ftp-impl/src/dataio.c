@@ -1,0 +1,223 @@
+/* dataio.c - data connections and stream-1 transfers (see dataio.h). */
+#include "dataio.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmdio.h"
+#include "ftpcodes.h"
+#include "logging.h"
+#include "sysutil.h"
+#include "tunables.h"
+
+void dataio_reset(struct session *s) {
+  if (s->pasv_fd >= 0) {
+    sys_close(s->pasv_fd);
+    s->pasv_fd = -1;
+  }
+  s->port_set = 0;
+}
+
+void dataio_pasv(struct session *s, int extended) {
+  struct addr a = s->local;
+  struct xp_conn l;
+  char text[64];
+  if (!extended && a.ss.ss_family != AF_INET) {
+    (void)cmdio_reply(s, FTP_BADPROT, "PASV is IPv4 only; use EPSV.");
+    return;
+  }
+  dataio_reset(s);
+  addr_set_port(&a, 0);
+  s->pasv_fd = xp_listen(s->ctrl.proto, &a, &tunables.data_opts, 1);
+  if (s->pasv_fd < 0) {
+    log_line("FAIL PASV listen: %s", strerror(errno));
+    (void)cmdio_reply(s, FTP_BADSENDCONN, "Cannot open passive listener.");
+    return;
+  }
+  l.fd = s->pasv_fd;
+  l.proto = s->ctrl.proto;
+  if (xp_local_addr(&l, &a) != 0) {
+    dataio_reset(s);
+    (void)cmdio_reply(s, FTP_BADSENDCONN, "Cannot open passive listener.");
+    return;
+  }
+  if (extended) {
+    (void)cmdio_reply(s, FTP_EPSVOK, "Entering Extended Passive Mode (|||%d|).",
+                      addr_port(&a));
+  } else if (addr_fmt_port_arg(&a, text, sizeof text) == 0) {
+    (void)cmdio_reply(s, FTP_PASVOK, "Entering Passive Mode (%s).", text);
+  } else {
+    dataio_reset(s);
+    (void)cmdio_reply(s, FTP_BADSENDCONN, "Cannot open passive listener.");
+  }
+}
+
+void dataio_port(struct session *s, const struct addr *a, const char *cmd) {
+  char want[96], peer[96];
+  dataio_reset(s);
+  if (!addr_same_host(a, &s->peer) || addr_port(a) < 1024) {
+    (void)addr_to_str(a, want, sizeof want);
+    (void)addr_to_str(&s->peer, peer, sizeof peer);
+    log_line("REFUSED %s to %s (control peer %s)", cmd, want, peer);
+    (void)cmdio_reply(s, FTP_BADCMD, "Illegal %s command.", cmd);
+    return;
+  }
+  s->port_addr = *a;
+  s->port_set = 1;
+  (void)cmdio_reply(s, FTP_PORTOK, "%s command successful. Consider using PASV.",
+                    cmd);
+}
+
+static int accept_pasv(struct session *s, struct xp_conn *data) {
+  struct addr peer;
+  char who[96];
+  int rc = sys_wait_fd(s->pasv_fd, POLLIN, tunables.data_timeout_s * 1000);
+  if (rc <= 0) {
+    log_line("FAIL passive data connection: %s", rc == 0 ? "timeout" : strerror(errno));
+    return -1;
+  }
+  if (xp_accept(s->pasv_fd, s->ctrl.proto, &tunables.data_opts, data, &peer) != 0) {
+    log_line("FAIL passive accept: %s", strerror(errno));
+    return -1;
+  }
+  if (!addr_same_host(&peer, &s->peer)) {
+    (void)addr_to_str(&peer, who, sizeof who);
+    log_line("REFUSED data connection from %s (not the control peer)", who);
+    xp_abort(data);
+    return -1;
+  }
+  return 0;
+}
+
+static int connect_port(struct session *s, struct xp_conn *data) {
+  struct addr src = s->local;
+  addr_set_port(&src, 0);
+  if (xp_connect(s->ctrl.proto, &s->port_addr, &src, &tunables.data_opts,
+                 tunables.data_timeout_s * 1000, data) != 0) {
+    log_line("FAIL active data connection: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
+                 uint64_t count) {
+  data->fd = -1;
+  data->proto = s->ctrl.proto;
+  if (s->multistream) {
+    return cmdio_reply(s, FTP_DATACONN, "Opening data stream 1 for %s (%llu bytes).",
+                       what, (unsigned long long)count);
+  }
+  if (s->pasv_fd < 0 && !s->port_set) {
+    (void)cmdio_reply(s, FTP_BADSENDCONN, "Use PORT or PASV first.");
+    return -1;
+  }
+  if ((s->pasv_fd >= 0 ? accept_pasv(s, data) : connect_port(s, data)) != 0) {
+    dataio_reset(s);
+    (void)cmdio_reply(s, FTP_BADSENDCONN, "Failed to establish connection.");
+    return -1;
+  }
+  dataio_reset(s);
+  if (cmdio_reply(s, FTP_DATACONN, "Opening %s mode data connection for %s (%llu bytes).",
+                  s->type_ascii ? "ASCII" : "BINARY", what,
+                  (unsigned long long)count) != 0) {
+    xp_close(data);
+    return -1;
+  }
+  return 0;
+}
+
+static struct xp_conn *channel(struct session *s, struct xp_conn *data) {
+  return s->multistream ? &s->ctrl : data;
+}
+
+int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
+                   uint64_t count) {
+  uint64_t sent = xp_send_file(channel(s, data), fd, count, s->multistream ? SID_DATA : 0,
+                               tunables.chunk);
+  if (sent != count) {
+    log_line("FAIL send: %llu of %llu bytes: %s", (unsigned long long)sent,
+             (unsigned long long)count, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
+                    uint64_t n) {
+  /* In multistream mode a listing is ONE message: its MSG_EOR marks the
+   * end (the transport grows the send buffer to fit it). */
+  if (xp_send(channel(s, data), p, (size_t)n, s->multistream ? SID_DATA : 0) != 0) {
+    log_line("FAIL send listing: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+int dataio_recv_fd(struct session *s, struct xp_conn *data, int fd,
+                   uint64_t count, uint64_t *got) {
+  size_t cap = 1u << 20;
+  char *block = sys_malloc(cap);
+  int rc = 0;
+  *got = 0;
+  for (;;) {
+    size_t n = 0;
+    if (s->multistream) {
+      int r;
+      if (*got >= count) {
+        break;
+      }
+      r = cmdio_recv(s, block, (size_t)(count - *got < cap ? count - *got : cap), &n,
+                     tunables.data_timeout_s * 1000);
+      if (r <= 0) {
+        rc = -1;
+        break;
+      }
+    } else {
+      unsigned sid;
+      int eor;
+      ssize_t r = xp_recv(data, block, cap, &sid, &eor);
+      if (r < 0) {
+        rc = -1;
+        break;
+      }
+      if (r == 0) {
+        break;
+      }
+      n = (size_t)r;
+    }
+    if (n > 0 && sys_write_all(fd, block, n) != 0) {
+      rc = -2;
+      break;
+    }
+    *got += n;
+  }
+  free(block);
+  return rc;
+}
+
+void dataio_end(struct session *s, struct xp_conn *data, int ok,
+                const char *failure) {
+  if (data->fd >= 0) {
+    if (ok) {
+      xp_close(data);
+    } else {
+      xp_abort(data);
+    }
+  }
+  s->transfers++;
+  if (ok) {
+    (void)cmdio_reply(s, FTP_TRANSFEROK, "Transfer complete.");
+    return;
+  }
+  if (s->multistream) {
+    /* Stream 1 can no longer be resynchronized: end the association. */
+    log_line("ABORT association after failed transfer: %s", failure);
+    s->quit = 1;
+    xp_abort(&s->ctrl);
+    return;
+  }
+  (void)cmdio_reply(s, FTP_BADSENDNET, "%s", failure);
+}

@@ -1,0 +1,28 @@
+/* events.h - the client's event lines: one JSON object per line on stdout,
+ * {"t":<CLOCK_MONOTONIC seconds>,"event":"<name>",...}, flushed at once.
+ * The schema is documented in ftp-impl/README.md. */
+#ifndef FTP_EVENTS_H
+#define FTP_EVENTS_H
+
+#include <stdint.h>
+
+struct event {
+  char text[65536];
+  int overflow;
+};
+
+/* Start an event stamped now, or at time t (seconds, CLOCK_MONOTONIC). */
+void ev_begin(struct event *e, const char *name);
+void ev_begin_at(struct event *e, const char *name, double t);
+void ev_str(struct event *e, const char *key, const char *val);
+void ev_int(struct event *e, const char *key, int64_t val);
+void ev_u64(struct event *e, const char *key, uint64_t val);
+void ev_num(struct event *e, const char *key, double val);
+/* Start / add to / end a JSON array of strings under key. */
+void ev_array_begin(struct event *e, const char *key);
+void ev_array_str(struct event *e, const char *val);
+void ev_array_end(struct event *e);
+/* Print the line (an event too large to print is replaced by a marker). */
+void ev_end(struct event *e);
+
+#endif

@@ -1,0 +1,44 @@
+/* session.h - the state of one control connection in the server. */
+#ifndef FTP_SESSION_H
+#define FTP_SESSION_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "addrparse.h"
+#include "str.h"
+#include "transport.h"
+
+/* Stream ids in multistream mode (PROTOCOL.md). */
+#define SID_CTRL 0u
+#define SID_DATA 1u
+
+struct session {
+  struct xp_conn ctrl;
+  struct addr peer;          /* control peer: the only data destination */
+  struct addr local;         /* our end of the control connection */
+  int logged_in;
+  int user_ok;               /* USER accepted, waiting for PASS */
+  int user_anon;
+  char user[64];
+  int multistream;           /* OPTS MSTREAM ON accepted */
+  int type_ascii;
+  char cwd[PATH_MAX];        /* virtual path, always starts with '/' */
+  uint64_t rest;             /* REST offset for the next transfer */
+  uint64_t allo;             /* ALLO byte count for the next MS STOR */
+  int allo_set;
+  int pasv_fd;               /* listening data socket after PASV/EPSV */
+  struct addr port_addr;     /* target after PORT/EPRT */
+  int port_set;
+  struct buf in;             /* control bytes received, not yet parsed */
+  int discarding;            /* inside an overlong line */
+  int quit;                  /* end the session after this command */
+  uint64_t transfers;
+};
+
+void session_init(struct session *s, const struct xp_conn *ctrl);
+void session_free(struct session *s);
+/* Run one session to its end (the process's whole life after fork). */
+void session_run(struct session *s);
+
+#endif

@@ -1,0 +1,378 @@
+/* transport.c - TCP and SCTP behind one interface (see transport.h). */
+#define _GNU_SOURCE
+#include "transport.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/sctp.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sysutil.h"
+
+void xp_opts_default(struct xp_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->nodelay = 1;
+  o->streams = 2;
+  o->sack_delay_ms = -1;
+  o->sack_freq = -1;
+  o->rto_min_ms = -1;
+  o->rto_initial_ms = -1;
+  o->rto_max_ms = -1;
+  o->io_timeout_s = 60;
+}
+
+const char *xp_proto_name(enum xp_proto p) {
+  return p == XP_SCTP ? "sctp" : "tcp";
+}
+
+/* Options that must be set before connect()/listen(). */
+static int set_pre_opts(int fd, enum xp_proto p, const struct xp_opts *o) {
+  if (sys_setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) != 0) {
+    return -1;
+  }
+  if (o->sndbuf > 0 &&
+      sys_setsockopt_int(fd, SOL_SOCKET, SO_SNDBUF, o->sndbuf) != 0) {
+    return -1;
+  }
+  if (o->rcvbuf > 0 &&
+      sys_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, o->rcvbuf) != 0) {
+    return -1;
+  }
+  if (p == XP_SCTP && o->streams > 0) {
+    struct sctp_initmsg im;
+    memset(&im, 0, sizeof im);
+    im.sinit_num_ostreams = (uint16_t)o->streams;
+    im.sinit_max_instreams = (uint16_t)o->streams;
+    if (setsockopt(fd, IPPROTO_SCTP, SCTP_INITMSG, &im, sizeof im) != 0) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Options Linux does not inherit from a listening socket: set them on every
+ * socket, connected or accepted. */
+static int set_conn_opts(int fd, enum xp_proto p, const struct xp_opts *o) {
+  if (o->io_timeout_s > 0 && sys_set_timeouts(fd, o->io_timeout_s) != 0) {
+    return -1;
+  }
+  if (p == XP_TCP) {
+    return sys_setsockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, o->nodelay ? 1 : 0);
+  }
+  if (sys_setsockopt_int(fd, IPPROTO_SCTP, SCTP_NODELAY, o->nodelay ? 1 : 0) != 0 ||
+      sys_setsockopt_int(fd, IPPROTO_SCTP, SCTP_RECVRCVINFO, 1) != 0) {
+    return -1;
+  }
+  if (o->sack_delay_ms >= 0 || o->sack_freq >= 0) {
+    struct sctp_sack_info si;
+    memset(&si, 0, sizeof si);
+    si.sack_delay = (uint32_t)(o->sack_delay_ms > 0 ? o->sack_delay_ms : 0);
+    si.sack_freq = (uint32_t)(o->sack_freq > 0 ? o->sack_freq : 0);
+    if (setsockopt(fd, IPPROTO_SCTP, SCTP_DELAYED_SACK, &si, sizeof si) != 0) {
+      return -1;
+    }
+  }
+  if (o->rto_min_ms >= 0 || o->rto_initial_ms >= 0 || o->rto_max_ms >= 0) {
+    struct sctp_rtoinfo ri;
+    memset(&ri, 0, sizeof ri);
+    ri.srto_min = (uint32_t)(o->rto_min_ms > 0 ? o->rto_min_ms : 0);
+    ri.srto_initial = (uint32_t)(o->rto_initial_ms > 0 ? o->rto_initial_ms : 0);
+    ri.srto_max = (uint32_t)(o->rto_max_ms > 0 ? o->rto_max_ms : 0);
+    if (setsockopt(fd, IPPROTO_SCTP, SCTP_RTOINFO, &ri, sizeof ri) != 0) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int new_socket(enum xp_proto p, int family) {
+  return socket(family, SOCK_STREAM | SOCK_CLOEXEC,
+                p == XP_SCTP ? IPPROTO_SCTP : IPPROTO_TCP);
+}
+
+int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
+              int backlog) {
+  int fd = new_socket(p, a->ss.ss_family);
+  if (fd < 0) {
+    return -1;
+  }
+  if (set_pre_opts(fd, p, o) != 0 || set_conn_opts(fd, p, o) != 0 ||
+      bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 ||
+      listen(fd, backlog) != 0) {
+    int e = errno;
+    sys_close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
+              struct xp_conn *out, struct addr *peer) {
+  int fd;
+  peer->len = sizeof peer->ss;
+  do {
+    fd = accept4(lfd, (struct sockaddr *)&peer->ss, &peer->len, SOCK_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    return -1;
+  }
+  if (set_conn_opts(fd, p, o) != 0) {
+    int e = errno;
+    sys_close(fd);
+    errno = e;
+    return -1;
+  }
+  out->fd = fd;
+  out->proto = p;
+  return 0;
+}
+
+int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
+               const struct xp_opts *o, int timeout_ms, struct xp_conn *out) {
+  int fd = new_socket(p, dst->ss.ss_family);
+  int err = 0;
+  socklen_t elen = sizeof err;
+  if (fd < 0) {
+    return -1;
+  }
+  if (set_pre_opts(fd, p, o) != 0 || set_conn_opts(fd, p, o) != 0 ||
+      (src != NULL &&
+       bind(fd, (const struct sockaddr *)&src->ss, src->len) != 0) ||
+      sys_set_nonblock(fd, 1) != 0) {
+    goto fail;
+  }
+  if (connect(fd, (const struct sockaddr *)&dst->ss, dst->len) != 0) {
+    int rc;
+    if (errno != EINPROGRESS) {
+      goto fail;
+    }
+    rc = sys_wait_fd(fd, POLLOUT, timeout_ms);
+    if (rc == 0) {
+      errno = ETIMEDOUT;
+      goto fail;
+    }
+    if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
+      goto fail;
+    }
+    if (err != 0) {
+      errno = err;
+      goto fail;
+    }
+  }
+  if (sys_set_nonblock(fd, 0) != 0) {
+    goto fail;
+  }
+  out->fd = fd;
+  out->proto = p;
+  return 0;
+fail:
+  err = errno;
+  sys_close(fd);
+  errno = err;
+  return -1;
+}
+
+/* Linux refuses (EMSGSIZE) an SCTP message larger than the send buffer:
+ * grow the buffer to fit it (SO_SNDBUFFORCE when allowed). */
+static int grow_sndbuf(int fd, size_t n) {
+  int want;
+  if (n > (1u << 29)) {
+    return -1;
+  }
+  want = (int)n + 4096;
+  if (sys_setsockopt_int(fd, SOL_SOCKET, SO_SNDBUFFORCE, want) == 0) {
+    return 0;
+  }
+  return sys_setsockopt_int(fd, SOL_SOCKET, SO_SNDBUF, want);
+}
+
+static int sctp_send_msg(int fd, const void *p, size_t n, unsigned sid) {
+  int grown = 0;
+  struct sctp_sndinfo si;
+  struct iovec iov;
+  memset(&si, 0, sizeof si);
+  si.snd_sid = (uint16_t)sid;
+  iov.iov_base = (void *)(uintptr_t)p;
+  iov.iov_len = n;
+  for (;;) {
+    int rc = sctp_sendv(fd, &iov, 1, NULL, 0, &si, sizeof si,
+                        SCTP_SENDV_SNDINFO, MSG_NOSIGNAL);
+    if (rc >= 0) {
+      return (size_t)rc == n ? 0 : -1;
+    }
+    if (errno == EMSGSIZE && !grown) {
+      grown = 1;
+      if (grow_sndbuf(fd, n) != 0) {
+        errno = EMSGSIZE;
+        return -1;
+      }
+      continue;
+    }
+    if (errno != EINTR) {
+      return -1;
+    }
+  }
+}
+
+int xp_send(const struct xp_conn *c, const void *p, size_t n, unsigned sid) {
+  const char *q = p;
+  if (c->proto == XP_SCTP) {
+    return n == 0 ? 0 : sctp_send_msg(c->fd, p, n, sid);
+  }
+  while (n > 0) {
+    ssize_t rc = send(c->fd, q, n, MSG_NOSIGNAL);
+    if (rc < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return -1;
+    }
+    q += rc;
+    n -= (size_t)rc;
+  }
+  return 0;
+}
+
+static uint64_t tcp_sendfile(const struct xp_conn *c, int fd, uint64_t count) {
+  uint64_t done = 0;
+  while (done < count) {
+    uint64_t want = count - done;
+    ssize_t rc = sendfile(c->fd, fd, NULL, want > (1u << 30) ? (1u << 30) : (size_t)want);
+    if (rc < 0 && errno == EINTR) {
+      continue;
+    }
+    if (rc <= 0) {
+      if (rc == 0) {
+        errno = ENODATA; /* the file is shorter than announced */
+      }
+      break;
+    }
+    done += (uint64_t)rc;
+  }
+  return done;
+}
+
+uint64_t xp_send_file(const struct xp_conn *c, int fd, uint64_t count,
+                      unsigned sid, size_t chunk) {
+  char *block;
+  uint64_t done = 0;
+  if (c->proto == XP_TCP) {
+    return tcp_sendfile(c, fd, count);
+  }
+  block = sys_malloc(chunk);
+  while (done < count) {
+    uint64_t want = count - done;
+    size_t n = want > chunk ? chunk : (size_t)want;
+    ssize_t got = sys_read(fd, block, n);
+    if (got == 0) {
+      errno = ENODATA; /* the file is shorter than announced */
+    }
+    if (got <= 0 || xp_send(c, block, (size_t)got, sid) != 0) {
+      break;
+    }
+    done += (uint64_t)got;
+  }
+  free(block);
+  return done;
+}
+
+static ssize_t recv_flags(const struct xp_conn *c, void *p, size_t n,
+                          unsigned *sid, int *eor, int rflags) {
+  *sid = 0;
+  *eor = 0;
+  if (c->proto == XP_TCP) {
+    for (;;) {
+      ssize_t rc = recv(c->fd, p, n, rflags);
+      if (rc >= 0 || errno != EINTR) {
+        return rc;
+      }
+    }
+  }
+  for (;;) {
+    struct sctp_rcvinfo ri;
+    struct iovec iov;
+    socklen_t ilen = sizeof ri;
+    unsigned itype = 0;
+    int flags = rflags;
+    ssize_t rc;
+    memset(&ri, 0, sizeof ri);
+    iov.iov_base = p;
+    iov.iov_len = n;
+    rc = sctp_recvv(c->fd, &iov, 1, NULL, NULL, &ri, &ilen, &itype, &flags);
+    if (rc < 0 && errno == EINTR) {
+      continue;
+    }
+    if (rc > 0 && (flags & MSG_NOTIFICATION) != 0) {
+      continue; /* none subscribed; skip if one arrives anyway */
+    }
+    if (rc > 0) {
+      *sid = itype == SCTP_RECVV_RCVINFO ? ri.rcv_sid : 0;
+      *eor = (flags & MSG_EOR) != 0;
+    }
+    return rc;
+  }
+}
+
+ssize_t xp_recv(const struct xp_conn *c, void *p, size_t n, unsigned *sid,
+                int *eor) {
+  return recv_flags(c, p, n, sid, eor, 0);
+}
+
+ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
+                       unsigned *sid, int *eor) {
+  return recv_flags(c, p, n, sid, eor, MSG_DONTWAIT);
+}
+
+int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out) {
+  struct sctp_status st;
+  socklen_t len = sizeof st;
+  if (c->proto == XP_TCP) {
+    *in = 1;
+    *out = 1;
+    return 0;
+  }
+  memset(&st, 0, sizeof st);
+  if (getsockopt(c->fd, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
+    return -1;
+  }
+  *in = st.sstat_instrms;
+  *out = st.sstat_outstrms;
+  return 0;
+}
+
+int xp_shutdown_write(const struct xp_conn *c) {
+  return shutdown(c->fd, SHUT_WR);
+}
+
+void xp_close(struct xp_conn *c) {
+  sys_close(c->fd);
+  c->fd = -1;
+}
+
+void xp_abort(struct xp_conn *c) {
+  struct linger lg;
+  if (c->fd < 0) {
+    return;
+  }
+  lg.l_onoff = 1;
+  lg.l_linger = 0;
+  (void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  xp_close(c);
+}
+
+int xp_local_addr(const struct xp_conn *c, struct addr *a) {
+  a->len = sizeof a->ss;
+  return getsockname(c->fd, (struct sockaddr *)&a->ss, &a->len);
+}
+
+int xp_peer_addr(const struct xp_conn *c, struct addr *a) {
+  a->len = sizeof a->ss;
+  return getpeername(c->fd, (struct sockaddr *)&a->ss, &a->len);
+}

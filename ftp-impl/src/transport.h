@@ -1,0 +1,77 @@
+/* transport.h - the socket layer.  It hides the difference between TCP,
+ * SCTP one-to-one sockets (naive) and SCTP with streams (multistream) behind
+ * one interface, so the FTP engine in both programs is transport-blind.
+ *
+ * A connection is a byte or message stream with a stream id:
+ *   - TCP: one byte stream, every send/recv is stream 0, never end-of-record.
+ *   - SCTP: every xp_send is one SCTP message on the given stream; xp_recv
+ *     returns part of one message, its stream id, and whether this part ends
+ *     the message (MSG_EOR).
+ * Every socket is blocking; sends and receives are bounded by the kernel
+ * timeouts SO_SNDTIMEO/SO_RCVTIMEO (opts.io_timeout_s). */
+#ifndef FTP_TRANSPORT_H
+#define FTP_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "addrparse.h"
+
+enum xp_proto { XP_TCP = 0, XP_SCTP = 1 };
+
+struct xp_opts {
+  int nodelay;        /* TCP_NODELAY / SCTP_NODELAY */
+  int streams;        /* SCTP_INITMSG streams each way; 0: kernel default */
+  int sack_delay_ms;  /* SCTP_DELAYED_SACK delay; <0: leave */
+  int sack_freq;      /* SCTP_DELAYED_SACK frequency; <0: leave */
+  int rto_min_ms;     /* SCTP_RTOINFO; <0: leave */
+  int rto_initial_ms;
+  int rto_max_ms;
+  int sndbuf;         /* SO_SNDBUF; 0: leave */
+  int rcvbuf;         /* SO_RCVBUF; 0: leave */
+  int io_timeout_s;   /* SO_SNDTIMEO and SO_RCVTIMEO; 0: none */
+};
+
+struct xp_conn {
+  int fd;
+  enum xp_proto proto;
+};
+
+void xp_opts_default(struct xp_opts *o);
+const char *xp_proto_name(enum xp_proto p);
+
+/* Listening socket bound to a (port 0: any free port).  -1 on error. */
+int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
+              int backlog);
+/* Accept one connection (options applied to the new socket).  -1 on error. */
+int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
+              struct xp_conn *out, struct addr *peer);
+/* Connect to dst, optionally bound to src (port 0), within timeout_ms. */
+int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
+               const struct xp_opts *o, int timeout_ms, struct xp_conn *out);
+
+/* Send all n bytes on stream sid (one SCTP message).  -1 on error. */
+int xp_send(const struct xp_conn *c, const void *p, size_t n, unsigned sid);
+/* Send count bytes read from file fd on stream sid, in messages of at most
+ * chunk bytes (TCP uses sendfile).  Returns bytes sent; < count on error. */
+uint64_t xp_send_file(const struct xp_conn *c, int fd, uint64_t count,
+                      unsigned sid, size_t chunk);
+/* Receive up to n bytes: > 0 bytes, 0 orderly end, -1 error (errno). */
+ssize_t xp_recv(const struct xp_conn *c, void *p, size_t n, unsigned *sid,
+                int *eor);
+/* The same without waiting: -1 with errno EAGAIN when nothing is queued. */
+ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
+                       unsigned *sid, int *eor);
+/* Streams negotiated on an SCTP association (TCP: 1 and 1). */
+int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
+/* No more sends (TCP FIN / SCTP SHUTDOWN). */
+int xp_shutdown_write(const struct xp_conn *c);
+void xp_close(struct xp_conn *c);
+/* Close with a reset (TCP RST / SCTP ABORT). */
+void xp_abort(struct xp_conn *c);
+
+int xp_local_addr(const struct xp_conn *c, struct addr *a);
+int xp_peer_addr(const struct xp_conn *c, struct addr *a);
+
+#endif

@@ -1,0 +1,320 @@
+/* xfer.c - classic FTP transfers for the tcp and sctp-naive variants: a
+ * new data connection (TCP or SCTP association) per transfer, opened with
+ * PASV/EPSV or PORT/EPRT; end of data = the connection's orderly end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client.h"
+#include "localfile.h"
+#include "sysutil.h"
+
+struct dchan {
+  struct xp_conn conn;  /* the data connection (-1 until open) */
+  int lfd;              /* active mode listener (-1 if none) */
+};
+
+static void dchan_close(struct dchan *d) {
+  if (d->conn.fd >= 0) {
+    xp_close(&d->conn);
+  }
+  sys_close(d->lfd);
+  d->lfd = -1;
+}
+
+static int expect(struct client *cl, int code, struct reply *r) {
+  if (ctrl_reply(&cl->cc, r) != 0) {
+    return client_fail(cl, "%s", cl->cc.error);
+  }
+  if (r->code != code) {
+    return client_fail(cl, "%s refused: %d %s", r->cmd, r->code, r->text);
+  }
+  return 0;
+}
+
+static int open_passive(struct client *cl, struct dchan *d) {
+  struct reply r;
+  struct addr a = cl->server;
+  int port;
+  if (cl->server.ss.ss_family == AF_INET) {
+    struct addr given;
+    if (ctrl_send(&cl->cc, "PASV", "") != 0 || expect(cl, 227, &r) != 0) {
+      return -1;
+    }
+    if (addr_parse_227(r.text, &given) != 0) {
+      return client_fail(cl, "unparsable 227 reply: %s", r.text);
+    }
+    port = addr_port(&given);
+  } else {
+    if (ctrl_send(&cl->cc, "EPSV", "") != 0 || expect(cl, 229, &r) != 0) {
+      return -1;
+    }
+    if (addr_parse_229(r.text, &port) != 0) {
+      return client_fail(cl, "unparsable 229 reply: %s", r.text);
+    }
+  }
+  /* Always the control peer's address: never follow a 227 elsewhere. */
+  addr_set_port(&a, port);
+  if (xp_connect(cl->proto, &a, NULL, &cl->o->xp, cl->timeout_ms, &d->conn) != 0) {
+    return client_fail(cl, "cannot open data connection: %s", strerror(errno));
+  }
+  return 0;
+}
+
+static int open_active(struct client *cl, struct dchan *d) {
+  struct reply r;
+  struct addr local;
+  struct xp_conn l;
+  char arg[128];
+  int v4;
+  if (xp_local_addr(&cl->cc.c, &local) != 0) {
+    return client_fail(cl, "getsockname: %s", strerror(errno));
+  }
+  addr_set_port(&local, 0);
+  d->lfd = xp_listen(cl->proto, &local, &cl->o->xp, 1);
+  l.fd = d->lfd;
+  l.proto = cl->proto;
+  if (d->lfd < 0 || xp_local_addr(&l, &local) != 0) {
+    return client_fail(cl, "cannot listen for data: %s", strerror(errno));
+  }
+  v4 = local.ss.ss_family == AF_INET;
+  if ((v4 ? addr_fmt_port_arg(&local, arg, sizeof arg)
+          : addr_fmt_eprt_arg(&local, arg, sizeof arg)) != 0) {
+    return client_fail(cl, "cannot format PORT argument");
+  }
+  if (ctrl_send(&cl->cc, v4 ? "PORT" : "EPRT", arg) != 0 || expect(cl, 200, &r) != 0) {
+    return -1;
+  }
+  return 0;
+}
+
+static int accept_active(struct client *cl, struct dchan *d) {
+  struct addr peer;
+  if (xp_accept(d->lfd, cl->proto, &cl->o->xp, &d->conn, &peer) != 0) {
+    return client_fail(cl, "accept data connection: %s", strerror(errno));
+  }
+  sys_close(d->lfd);
+  d->lfd = -1;
+  if (!addr_same_host(&peer, &cl->server)) {
+    xp_abort(&d->conn);
+    return client_fail(cl, "data connection from a third host refused");
+  }
+  return 0;
+}
+
+struct job {
+  const char *cmd;
+  const char *arg;
+  struct sink *sink;     /* download destination, or NULL */
+  int upload_fd;         /* upload source, or -1 */
+  uint64_t upload_size;
+  int64_t announced;     /* "(N bytes)" of the 150, -1 if none */
+  int prelim;            /* 1xx seen */
+  int final_code;        /* 0 until the final reply */
+  char final_text[512];
+  int data_done;
+};
+
+static int take_replies(struct client *cl, struct job *j) {
+  while (ctrl_has_reply(&cl->cc) && j->final_code == 0) {
+    struct reply r;
+    unsigned long long n;
+    if (ctrl_reply(&cl->cc, &r) != 0) {
+      return client_fail(cl, "%s", cl->cc.error);
+    }
+    if (r.code < 200) {
+      j->prelim = 1;
+      if (ctrl_reply_bytes(&r, &n) == 0) {
+        j->announced = (int64_t)n;
+      }
+      continue;
+    }
+    j->final_code = r.code;
+    (void)str_copy(j->final_text, sizeof j->final_text, r.text);
+    if (r.code >= 300) {
+      return client_fail(cl, "%s %s failed: %d %s", j->cmd, j->arg, r.code, r.text);
+    }
+  }
+  return 0;
+}
+
+#define DATA_CHUNK (1u << 20)
+
+/* Read what the data connection holds, without waiting more than once.
+ * The transfer's data ends at the connection's orderly end - or as soon as
+ * the byte count announced in the 150 reply has arrived: then the client
+ * closes first, so an SCTP data association ends without waiting for the
+ * server's SHUTDOWN (which waits for a delayed SACK). */
+static int read_data(struct client *cl, struct dchan *d, struct job *j) {
+  static char *chunk;
+  unsigned sid;
+  int eor;
+  if (chunk == NULL) {
+    chunk = sys_malloc(DATA_CHUNK);
+  }
+  /* At most 8 reads per round, so replies are read (and time-stamped)
+   * close to their arrival. */
+  for (int round = 0; round < 8; round++) {
+    ssize_t n = xp_recv_nowait(&d->conn, chunk, DATA_CHUNK, &sid, &eor);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return 0;
+    }
+    if (n < 0) {
+      return client_fail(cl, "data connection lost: %s", strerror(errno));
+    }
+    if (n > 0 && (j->sink == NULL ||
+                  sink_write(j->sink, chunk, (size_t)n, sys_mono_now()) != 0)) {
+      return client_fail(cl, "local write failed: %s", strerror(errno));
+    }
+    if (n == 0 || (j->announced >= 0 && j->sink->got >= (uint64_t)j->announced)) {
+      j->data_done = 1;
+      xp_close(&d->conn);
+      return 0;
+    }
+  }
+  return 0;
+}
+
+static int send_upload(struct client *cl, struct dchan *d, struct job *j) {
+  uint64_t sent = xp_send_file(&d->conn, j->upload_fd, j->upload_size, 0, cl->o->chunk);
+  if (sent != j->upload_size) {
+    return client_fail(cl, "upload failed after %llu bytes: %s",
+                       (unsigned long long)sent, strerror(errno));
+  }
+  xp_close(&d->conn);
+  j->data_done = 1;
+  return 0;
+}
+
+/* One poll round: data or listener and control. */
+static int wait_round(struct client *cl, struct dchan *d, struct job *j) {
+  struct pollfd p[2];
+  nfds_t n = 1;
+  int rc;
+  p[0].fd = cl->cc.c.fd;
+  p[0].events = POLLIN;
+  if (!j->data_done && d->lfd >= 0) {
+    p[1].fd = d->lfd;
+    p[1].events = POLLIN;
+    n = 2;
+  } else if (!j->data_done && d->conn.fd >= 0 && j->sink != NULL) {
+    p[1].fd = d->conn.fd;
+    p[1].events = POLLIN;
+    n = 2;
+  }
+  rc = sys_poll(p, n, cl->timeout_ms);
+  if (rc == 0) {
+    return client_fail(cl, "timeout during %s %s", j->cmd, j->arg);
+  }
+  if (rc < 0) {
+    return client_fail(cl, "poll: %s", strerror(errno));
+  }
+  /* Control first: a reply is stamped before the data that follows it,
+   * and the 150's byte count is known before the data is read. */
+  if (p[0].revents != 0 && (ctrl_pump(&cl->cc, 0) < 0 || take_replies(cl, j) != 0)) {
+    return cl->error[0] ? -1 : client_fail(cl, "%s", cl->cc.error);
+  }
+  if (n == 2 && p[1].revents != 0) {
+    if (d->lfd >= 0 ? accept_active(cl, d) != 0 : read_data(cl, d, j) != 0) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int run_job(struct client *cl, struct dchan *d, struct job *j) {
+  j->announced = -1;
+  if (ctrl_send(&cl->cc, j->cmd, j->arg) != 0) {
+    return client_fail(cl, "%s", cl->cc.error);
+  }
+  while (!(j->data_done && j->final_code != 0)) {
+    if (take_replies(cl, j) != 0) {
+      return -1;
+    }
+    if (j->final_code != 0 && !j->prelim) {
+      return client_fail(cl, "%s: final reply without data transfer", j->cmd);
+    }
+    if (!j->data_done && j->sink != NULL && j->announced >= 0 && d->conn.fd >= 0 &&
+        j->sink->got >= (uint64_t)j->announced) {
+      j->data_done = 1; /* all announced bytes are in (see read_data) */
+      xp_close(&d->conn);
+    }
+    if (j->prelim && d->conn.fd >= 0 && j->upload_fd >= 0 && !j->data_done) {
+      if (send_upload(cl, d, j) != 0) {
+        return -1;
+      }
+      continue;
+    }
+    if (j->data_done && j->final_code != 0) {
+      break;
+    }
+    if (wait_round(cl, d, j) != 0) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int transfer(struct client *cl, struct job *j) {
+  struct dchan d;
+  int rc;
+  d.conn.fd = -1;
+  d.lfd = -1;
+  rc = cl->o->active ? open_active(cl, &d) : open_passive(cl, &d);
+  if (rc == 0) {
+    rc = run_job(cl, &d, j);
+  }
+  dchan_close(&d);
+  return rc;
+}
+
+int xfer_list(struct client *cl, const char *cmd, const char *arg, struct buf *out) {
+  struct sink k;
+  struct job j;
+  memset(&j, 0, sizeof j);
+  sink_open_mem(&k, cmd, out);
+  j.cmd = cmd;
+  j.arg = arg;
+  j.sink = &k;
+  j.upload_fd = -1;
+  return transfer(cl, &j);
+}
+
+int xfer_get(struct client *cl, const char *remote) {
+  struct sink k;
+  struct job j;
+  memset(&j, 0, sizeof j);
+  if (sink_open_file(&k, cl->o->out_dir, remote, cl->error, sizeof cl->error) != 0) {
+    return -1;
+  }
+  j.cmd = "RETR";
+  j.arg = remote;
+  j.sink = &k;
+  j.upload_fd = -1;
+  if (transfer(cl, &j) != 0) {
+    sink_abandon(&k);
+    return -1;
+  }
+  return sink_finish(&k, j.announced, cl->error, sizeof cl->error);
+}
+
+int xfer_put(struct client *cl, const char *local) {
+  struct stat st;
+  struct job j;
+  const char *base = strrchr(local, '/');
+  int fd = sys_open(local, O_RDONLY, 0), rc;
+  memset(&j, 0, sizeof j);
+  if (fd < 0 || sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    sys_close(fd);
+    return client_fail(cl, "cannot read local file %s", local);
+  }
+  j.cmd = "STOR";
+  j.arg = base ? base + 1 : local;
+  j.upload_fd = fd;
+  j.upload_size = (uint64_t)st.st_size;
+  rc = transfer(cl, &j);
+  sys_close(fd);
+  return rc;
+}

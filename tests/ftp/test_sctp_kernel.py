@@ -1,0 +1,211 @@
+"""All four variants inside the pinned kernel (SCTP exists only there): mget
+of 100 small and of 3 large files, byte-identical; connections and
+associations counted in real pcaps; 10% loss; associations aborted
+mid-file.  One kernel boot per build runs everything (sctp_job.sh); the
+tests below check what it left behind."""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.ftp import ftphelp
+from tests.ftp.kernel import run_in_kernel
+
+VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"]
+JOB = Path(__file__).with_name("sctp_job.sh")
+N_SMALL, N_BIG, N_LOSS = 100, 3, 20
+
+
+def _tree(work):
+    rng = random.Random(42)
+    sums = {}
+    layout = ([("small", f"f{i:03d}.dat", 10_000) for i in range(N_SMALL)]
+              + [("big", f"b{i}.bin", 1_000_000) for i in range(N_BIG)]
+              + [("loss", f"l{i:02d}.dat", 10_000) for i in range(N_LOSS)]
+              + [("loss", "large.bin", 1_000_000)])
+    for d, name, size in layout:
+        p = work / "root" / d / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(rng.randbytes(size))
+        sums[f"{d}/{name}"] = ftphelp.sha256(p)
+    (work / "root" / "empty").mkdir()
+    for v in ("ms", "naive"):
+        (work / f"upload-{v}.bin").write_bytes(rng.randbytes(2_500_000))
+    (work / "root" / "abort").mkdir()
+    (work / "root" / "abort" / "huge.bin.orig").write_bytes(rng.randbytes(10_000_000))
+    return sums
+
+
+@pytest.fixture(scope="module", params=ftphelp.KERNEL_BUILDS)
+def job(request, built, tmp_path_factory):
+    for tool in ("tcpdump", "tshark", "tc"):
+        assert shutil.which(tool) or os.path.exists(f"/usr/sbin/{tool}"), f"{tool} is required"
+    work = tmp_path_factory.mktemp(f"sctp-{request.param}")
+    sums = _tree(work)
+    r = run_in_kernel(["sh", str(JOB)], timeout=400,
+                      env={"BIN": ftphelp.IMPL / request.param, "WORK": work})
+    assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stdout}\n{r.stderr}\n" + \
+        ((work / "job.log").read_text() if (work / "job.log").exists() else "")
+    return work, sums
+
+
+def events(work, name):
+    return [json.loads(l) for l in (work / f"ev-{name}.jsonl").read_text().splitlines() if l]
+
+
+def rc(work, name):
+    return int((work / f"rc-{name}").read_text())
+
+
+def check_run(work, sums, name, folder, nfiles):
+    assert rc(work, name) == 0, (work / f"err-{name}.txt").read_text()
+    got = sorted(p.name for p in (work / f"dl-{name}").iterdir())
+    want = sorted(k.split("/")[1] for k in sums if k.startswith(folder + "/"))
+    assert got == want and len(got) == nfiles
+    for n in got:
+        assert ftphelp.sha256(work / f"dl-{name}" / n) == sums[f"{folder}/{n}"], n
+    ev = events(work, name)
+    kinds = [e["event"] for e in ev]
+    assert kinds.count("file_done") == nfiles
+    assert "nlst_150" in kinds and "last_226" in kinds and ev[-1] == {**ev[-1], "status": "ok"}
+    return ev
+
+
+def opened(pcap, by="10.0.0.1"):
+    """(TCP connections, SCTP associations) opened by host `by` (default the
+    client): distinct port pairs of its SYNs and INIT chunks."""
+    stats = pcap.with_suffix(".tcpdump").read_text()
+    captured = int(re.search(r"(\d+) packets captured", stats).group(1))
+    received = int(re.search(r"(\d+) packets received by filter", stats).group(1))
+    assert "0 packets dropped by kernel" in stats and captured == received, stats
+    r = subprocess.run(["tshark", "-r", str(pcap), "-Y",
+                        f"ip.src=={by} && ((tcp.flags.syn==1 && tcp.flags.ack==0) || sctp.chunk_type==1)",
+                        "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.dstport",
+                        "-e", "sctp.srcport", "-e", "sctp.dstport"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    tcp, sctp = set(), set()
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if f[0]:
+            tcp.add((f[0], f[1]))
+        elif len(f) > 3 and f[2]:
+            sctp.add((f[2], f[3]))
+    return len(tcp), len(sctp)
+
+
+def data_streams(pcap):
+    """Stream ids of DATA chunks sent by the server."""
+    r = subprocess.run(["tshark", "-r", str(pcap), "-Y", "ip.src==10.0.0.2 && sctp.data_sid",
+                        "-T", "fields", "-e", "sctp.data_sid"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return {int(s, 0) for line in r.stdout.split() for s in line.split(",")}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_mget_small_and_big(job, variant):
+    work, sums = job
+    check_run(work, sums, f"small-{variant}", "small", N_SMALL)
+    check_run(work, sums, f"big-{variant}", "big", N_BIG)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_connections_in_pcap(job, variant):
+    work, _ = job
+    for name, nfiles in ((f"small-{variant}", N_SMALL), (f"big-{variant}", N_BIG)):
+        tcp, sctp = opened(work / f"{name}.pcap")
+        per_transfer = nfiles + 2          # control + NLST + one per file
+        expected = {"tcp": (per_transfer, 0), "sctp-naive": (0, per_transfer),
+                    "sctp-ms": (0, 1), "sctp-ms-cp": (0, 1)}[variant]
+        assert (tcp, sctp) == expected, name
+
+
+@pytest.mark.parametrize("variant", ["sctp-ms", "sctp-ms-cp"])
+def test_multistream_uses_two_streams(job, variant):
+    work, _ = job
+    assert data_streams(work / f"big-{variant}.pcap") == {0, 1}
+    assert data_streams(work / f"small-sctp-naive.pcap") == {0}
+
+
+def test_pipelining_sends_sizes_before_replies(job):
+    work, _ = job
+    ev = events(work, "small-sctp-ms-cp")
+    sizes = [e for e in ev if e["event"] == "command" and e["cmd"] == "SIZE"]
+    first_retr = next(i for i, e in enumerate(ev) if e["event"] == "command" and e["cmd"] == "RETR")
+    assert len(sizes) == N_SMALL
+    assert all(ev.index(s) < first_retr for s in sizes)   # all SIZEs before any RETR
+    seq = events(work, "small-sctp-ms")
+    cmds = [e["cmd"] for e in seq if e["event"] == "command" and e["cmd"] in ("SIZE", "RETR")]
+    assert cmds == ["SIZE", "RETR"] * N_SMALL              # strictly one file at a time
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_under_10_percent_loss(job, variant):
+    work, sums = job
+    check_run(work, sums, f"loss-{variant}", "loss", N_LOSS + 1)
+    tcp, sctp = opened(work / f"loss-{variant}.pcap")
+    assert (tcp + sctp) == (1 if "ms" in variant else N_LOSS + 3)
+
+
+@pytest.mark.parametrize("variant", ["sctp-naive", "sctp-ms"])
+def test_association_aborted_mid_file(job, variant):
+    work, _ = job
+    err = (work / f"err-abort-{variant}.txt").read_text()
+    assert rc(work, f"abort-{variant}") == 1
+    # naive: the data association is aborted and 426 follows on the control
+    # association; multistream: the one association is aborted.
+    reasons = {"sctp-naive": ("426 Failure writing", "data connection lost"),
+               "sctp-ms": ("control connection lost",)}[variant]
+    assert len(err.strip().splitlines()) == 1 and any(x in err for x in reasons), err
+    assert not (work / f"dl-abort-{variant}" / "huge.bin").exists()
+    r = subprocess.run(["tshark", "-r", str(work / f"abort-{variant}.pcap"), "-Y",
+                        "sctp.chunk_type==6 && ip.src==10.0.0.2", "-T", "fields", "-e", "frame.number"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.stdout.split(), "no ABORT chunk from the server in the pcap"
+    assert int((work / f"rc-kill-{variant}").read_text()) == 137
+
+
+def test_server_survives_and_keeps_no_fds(job):
+    work, sums = job
+    check_run(work, sums, "after-sctp-ms-cp", "big", N_BIG)
+    check_run(work, sums, "after-sctp-naive", "big", N_BIG)
+    assert (work / "ftpd-alive").read_text().strip() == "alive"
+    assert (work / "ftpd-fds-before").read_text() == (work / "ftpd-fds-after").read_text()
+    log = (work / "ftpd.log").read_text()
+    assert "ABORT association after failed transfer" in log
+    assert "bytes: No data available" in log      # the file shrank under the server
+    assert "FAIL RETR abort/huge.bin" in log
+    err = (work / "ftpd.err").read_text()
+    assert "AddressSanitizer" not in err and "runtime error" not in err, err
+
+
+def test_active_mode_over_sctp(job):
+    work, sums = job
+    check_run(work, sums, "active-sctp-naive", "big", N_BIG)
+    cmds = [e["cmd"] for e in events(work, "active-sctp-naive") if e["event"] == "command"]
+    assert "PORT" in cmds and "PASV" not in cmds
+    # the client opens the control association; the server every data one
+    assert opened(work / "active-sctp-naive.pcap") == (0, 1)
+    assert opened(work / "active-sctp-naive.pcap", by="10.0.0.2") == (0, N_BIG + 1)
+
+
+@pytest.mark.parametrize("variant", ["sctp-ms", "sctp-naive"])
+def test_upload_and_empty_listing(job, variant):
+    work, _ = job
+    short = variant.split("-")[1]
+    assert rc(work, f"put-{variant}") == 0, (work / f"err-put-{variant}.txt").read_text()
+    assert ftphelp.sha256(work / "root" / f"upload-{short}.bin") == \
+        ftphelp.sha256(work / f"upload-{short}.bin")
+    ev = events(work, f"put-{variant}")
+    listing = [e for e in ev if e["event"] == "listing"]
+    assert listing and listing[0]["bytes"] == 0 and listing[0]["entries"] == []
+    if variant == "sctp-ms":
+        cmds = [e["cmd"] for e in ev if e["event"] == "command"]
+        assert cmds[cmds.index("ALLO") + 1] == "STOR"
+        assert opened(work / f"put-{variant}.pcap") == (0, 1)
