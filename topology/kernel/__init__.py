@@ -24,7 +24,7 @@ def open_backend(name: str | None = None, memory: str | None = None) -> KernelBa
         chosen = "host" if os.geteuid() == 0 and not missing_pieces() else "uml"
     if chosen == "uml-virtual":
         from .uml_virtual import VirtualUmlBackend
-        return VirtualUmlBackend()
+        return VirtualUmlBackend(memory=memory) if memory else VirtualUmlBackend()
     if chosen == "host":
         from .host import HostBackend
         return HostBackend()
