@@ -8,6 +8,8 @@ set -euo pipefail
 packages=(
   # pinned kernel and its tools
   user-mode-linux kmod procps psmisc util-linux
+  # the time-travel build of the pinned kernel (KERNEL=uml-virtual): its source and tools
+  linux-source-6.1 flex bison bc xz-utils
   # topologies and shaping
   mininet iproute2 ethtool iputils-ping
   # measurement and capture
@@ -16,6 +18,8 @@ packages=(
   build-essential libsctp-dev lksctp-tools curl lftp vsftpd
   # harness and analysis
   python3 python3-pytest python3-yaml python3-scipy python3-matplotlib
+  # the report test opens the HTML report in a headless browser
+  chromium
 )
 
 log() { printf 'setup: %s\n' "$*"; }
@@ -76,5 +80,12 @@ prepare_uml_modules() {
   log "pinned kernel: /usr/bin/linux.uml $release"
 }
 
+# The pinned kernel with time-travel support (KERNEL=uml-virtual), built from linux-source-6.1
+# with the configuration in the repository; cached by its hash, so this is a no-op once built.
+build_virtual_kernel() {
+  bash "$(dirname "${BASH_SOURCE[0]}")/../topology/kernel/timetravel/build.sh" > /dev/null
+}
+
 install_packages
 prepare_uml_modules
+build_virtual_kernel
