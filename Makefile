@@ -12,7 +12,7 @@ EXP ?= demo
 WORKERS ?=
 
 .PHONY: all setup kernel build test test-core test-ftp test-virtual test-harness fidelity \
-        bench-virtual experiment smoke tables clean
+        bench-virtual bench-harness bench-ftp experiment smoke tables report clean
 
 all: build
 
@@ -58,9 +58,22 @@ experiment: setup build
 smoke:
 	$(MAKE) experiment EXP=smoke
 
+# ftpc/ftpd against iperf3 and vsftpd: prints a table, writes results/bench-ftp.json.
+bench-ftp: setup build
+	$(MAKE) -C ftp-impl bench
+
+# Harness overhead and parallel speed-up: prints a table, writes results/bench-harness.json.
+bench-harness: setup build
+	$(PYTHON) -m experiments.harness.bench
+
 # Rebuild runs.csv, summary.csv and meta.json from the finished runs.
 tables:
 	$(PYTHON) -m experiments.harness tables $(EXP)
+
+# Figures (PNG, PDF), speed-up tables and a self-contained report.html from the result files
+# of an experiment: results/$(EXP)/report/. LOG=1 draws the time axes logarithmic.
+report:
+	$(PYTHON) -m analysis report $(EXP) $(if $(LOG),--log)
 
 clean:
 	rm -rf results/fidelity.json

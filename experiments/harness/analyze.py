@@ -16,7 +16,7 @@ from .spec import Experiment
 ANALYSIS = "analysis.json"
 AGREEMENT_S = 0.001
 # Bumped whenever the reading of pcaps changes, so cached analyses are redone.
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 
 
 def client_events(run_dir: Path) -> list[dict[str, Any]]:

@@ -43,10 +43,10 @@ def write_record(run_dir: FsPath, record: dict[str, Any]) -> None:
 
 def apply_sysctls(node, values: dict[str, str]) -> None:
     settings = " ".join(f"{k}={v}" for k, v in sorted(values.items()))
-    out = node.cmd(f"sysctl -q -w {settings} 2>&1; echo __status=$?")
+    out = node.cmd(f"sysctl -q -w {settings} 2>&1; echo __status=$?; "
+                   "ip tcp_metrics flush all 2>/dev/null")
     if "__status=0" not in out:
         raise RunFailure(f"{node.name}: cannot apply sysctls {settings}: {out.strip()}")
-    node.cmd("ip tcp_metrics flush all 2>/dev/null")
 
 
 def wait_listening(node, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
@@ -59,16 +59,21 @@ def wait_listening(node, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
 
 
 def start_capture(node, pcap: FsPath, snaplen: int) -> subprocess.Popen:
+    """tcpdump on the client's interface; `await_capture` waits until it captures."""
     # Immediate mode: without it packets wait in the capture ring for a block to fill, and the
     # last ones of a session are lost when the capture is stopped.
     capture = node.popen(["tcpdump", "-i", CLIENT_IF, "-n", "--immediate-mode", "-U", "-B",
                           "8192", "-s", str(snaplen), "-w", str(pcap)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return capture
+
+
+def await_capture(capture: subprocess.Popen) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         line = capture.stderr.readline().decode(errors="replace")
         if "listening on" in line:
-            return capture
+            return
         if not line and capture.poll() is not None:
             break
     stop(capture, signal.SIGKILL)
@@ -100,6 +105,14 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
                               "shape": run["shape"], "status": "failed", "reasons": [],
                               "started": time.time()}
     server = capture = None
+    phases: dict[str, float] = {}
+    last = [time.monotonic()]
+
+    def mark(phase: str) -> None:
+        now = time.monotonic()
+        phases[phase] = now - last[0]
+        last[0] = now
+
     try:
         path.set_both(LinkShape.from_dict(run["shape"]))
         for node in (path.client, path.server):
@@ -107,12 +120,16 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
         missing = [n for n in run["expected"] if not (FsPath(run["data"]) / n).is_file()]
         if missing:
             raise RunFailure(f"data set incomplete on the server side: {missing[:3]}")
+        mark("links_and_sysctls")
         server = path.server.popen(
             [run["ftpd"], "--root", run["data"], "--tcp", f"{SERVER_IP}:{FTP_PORT}", "--sctp",
              f"{SERVER_IP}:{FTP_PORT}", "--log", str(run_dir / "ftpd.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_listening(path.server)
+        # server and capture start side by side: each costs a few hundred ms in the kernel
         capture = start_capture(path.client, pcap_partial, run["snaplen"])
+        wait_listening(path.server)
+        await_capture(capture)
+        mark("server_and_capture_start")
         started = time.monotonic()
         with open(run_dir / "client.jsonl", "wb") as events, \
                 open(run_dir / "client.err", "wb") as errors:
@@ -126,12 +143,14 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
                 stop(client, signal.SIGKILL)
                 raise RunFailure(f"the client ran past {run['timeout_s']:.0f} s") from None
         record["client_wall_s"] = time.monotonic() - started
+        mark("client")
         if record["client_status"] != 0:
             reason = (run_dir / "client.err").read_text(errors="replace").strip()
             raise RunFailure(f"the client failed ({record['client_status']}): {reason[-300:]}")
         problems = verify_download(download, run["expected"])
         if problems:
             raise RunFailure("downloaded files do not match: " + "; ".join(problems[:5]))
+        mark("verify")
         record["status"] = "ok"
     except RunFailure as failure:
         record["reasons"].append(str(failure))
@@ -146,6 +165,8 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
         if server is not None:
             stop(server)
         shutil.rmtree(download, ignore_errors=True)
+        mark("stop")
+    record["phases_s"] = phases
     record["ended"] = time.time()
     record["sysctls"] = run["sysctls"]
     write_record(run_dir, record)

@@ -14,6 +14,9 @@ from pathlib import Path
 
 FTP_PORT = 21
 DATA_SETUP_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "NLST")
+# Reassembly off: with it, a frame that completes a stream-1 message hides the other chunks
+# bundled with it (a stream-0 reply among them). Relative TSNs start at 0 per direction.
+SCTP_OPTIONS = ("-o", "sctp.reassembly:FALSE", "-o", "sctp.relative_tsns:TRUE")
 
 
 class PcapError(RuntimeError):
@@ -129,8 +132,8 @@ def _sctp_data_chunks(pcap: Path, display_filter: str
     """(time, source port, [(stream, stream sequence number, payload)]) of every matching
     packet. The chunks are read from the raw frame: tshark's per-field output cannot pair a
     bundled chunk with its payload when another chunk in the packet is a message fragment."""
-    argv = ["tshark", "-r", str(pcap), "-n", "-Y", display_filter, "-T", "json", "-x",
-            "-j", "frame"]
+    argv = ["tshark", "-r", str(pcap), "-n", *SCTP_OPTIONS, "-Y", display_filter, "-T", "json",
+            "-x", "-j", "frame"]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         raise PcapError(f"tshark failed on {pcap}: {proc.stderr.strip()[-300:]}")
@@ -195,18 +198,41 @@ def _tcp_counters(pcap: Path, client_ip: str) -> Counters:
 
 
 def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:
-    rows = tshark(pcap, ["ip.src", "sctp.chunk_type", "sctp.init_initiate_tag",
-                         "sctp.retransmission_time"], "sctp", "-o", "sctp.tsn_analysis:TRUE")
+    """Associations from INIT and COOKIE ACK chunks. Retransmissions from the DATA chunks'
+    TSNs in each direction of each association: a TSN seen again was retransmitted after the
+    capture point saw it; a TSN that fills a gap below the highest one seen was lost before the
+    capture point and sent again. Either counts as a timeout when it came at least the RTO
+    floor after the first copy or after the gap opened; sooner, it was a fast retransmit."""
+    rows = tshark(pcap, ["frame.time_epoch", "ip.src", "sctp.srcport", "sctp.dstport",
+                         "sctp.chunk_type", "sctp.init_initiate_tag", "sctp.data_tsn"],
+                  "sctp", *SCTP_OPTIONS)
     counts, initiated = Counters(), set()
-    for src, chunk_types, tags, retransmitted_after in rows:
+    first_seen: dict[tuple[str, str], dict[int, float]] = {}
+    highest: dict[tuple[str, str], tuple[int, float]] = {}
+    for time_s, src, sport, dport, chunk_types, tags, tsns in rows:
         types = chunk_types.split("|")
         if "1" in types and src == client_ip:            # INIT from the client
             initiated.update(t for t in tags.split("|") if t)
         if "11" in types and src != client_ip:           # COOKIE ACK from the server
             counts.handshakes += types.count("11")
-        for delay in filter(None, retransmitted_after.split("|")):
+        direction = (sport, dport)
+        seen = first_seen.setdefault(direction, {})
+        for tsn in (int(t) for t in tsns.split("|") if t):
+            now = float(time_s)
+            top, gap_opened = highest.get(direction, (-1, now))
+            if tsn in seen:
+                waited = now - seen[tsn]
+            elif tsn < top:
+                waited = now - gap_opened
+            else:
+                if top >= 0 and tsn > top + 1:
+                    gap_opened = now  # chunks between top and tsn were lost
+                highest[direction] = (tsn, gap_opened)
+                seen[tsn] = now
+                continue
+            seen.setdefault(tsn, now)
             counts.retransmissions += 1
-            if float(delay) >= rto_floor_s:
+            if waited >= rto_floor_s:
                 counts.timeouts += 1
     counts.connections = len(initiated)
     return counts

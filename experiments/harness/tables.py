@@ -114,6 +114,7 @@ def meta(experiment: Experiment, ledger: Ledger) -> dict[str, Any]:
     return {
         "experiment": experiment.as_record(),
         "backend": first.get("backend"), "kernel_release": first.get("kernel_release"),
+        "clock": first.get("clock"),
         "kernels_seen": [{"backend": b, "kernel_release": k} for b, k in kernels],
         "sysctls": first.get("sysctls"), "tools": {**first.get("tools", {}), **host_tools()},
         "profiles": {"tcp": {p: TCP_PROFILES[p] for p in experiment.tcp_profiles},

@@ -29,7 +29,7 @@ def send(host: str, port: int, count: int, payload: int, rate_pps: float) -> Non
 def receive(bind: str, port: int, count: int, quiet_s: float, ready_file: str | None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     # Forced past rmem_max (we run as root): a stalled reader must not drop datagrams.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUFFORCE, 16 << 20)
+    sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 16 << 20)
     sock.bind((bind, port))
     if ready_file:
         open(ready_file, "w").close()
