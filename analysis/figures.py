@@ -1,0 +1,189 @@
+"""The figures, as matplotlib Figure objects (report.py saves them): what the studies published
+(transfer time against loss ratio, per path, one panel per file size, one line per variant,
+90% intervals as error bars) and the per-run diagnostics (counters per variant from runs.csv,
+a time-sequence plot of chosen runs from their pcaps).
+
+Every figure keeps the numbers it plots in `fig.analysis_data` (a list of dicts), which the
+report writes beside it as CSV and the tests compare with the result files."""
+from __future__ import annotations
+
+import math
+from statistics import fmean
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure  # noqa: E402
+
+from .results import ResultSet, size_label  # noqa: E402
+from .tshark import TimeSequence  # noqa: E402
+
+SERIES_STYLE: dict[str, dict[str, str]] = {
+    "tcp": {"color": "#1f77b4", "marker": "o"},
+    "sctp-naive": {"color": "#d62728", "marker": "s"},
+    "sctp-ms": {"color": "#2ca02c", "marker": "^"},
+    "sctp-ms-cp": {"color": "#9467bd", "marker": "D"},
+}
+LINESTYLES = ("-", "--", ":", "-.")
+COUNTERS = (("connections", "connections / associations opened"),
+            ("retransmissions", "retransmissions"), ("timeouts", "timeouts"))
+TIME_LABEL = "transfer time (s)"
+LOSS_LABEL = "packet loss ratio (each direction)"
+
+
+def _style(series: str, index: int) -> dict[str, Any]:
+    variant = series.split(" ")[0]
+    style = dict(SERIES_STYLE.get(variant, {"marker": "x"}))
+    if variant == "tcp" and "(" in series:  # a second TCP profile: same colour, other dash
+        style["linestyle"] = LINESTYLES[index % len(LINESTYLES)]
+    return style
+
+
+def _rate(bps: float) -> str:
+    return f"{bps / 1e6:g} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:g} kbit/s"
+
+
+def path_title(results: ResultSet, path: str) -> str:
+    info = results.path_info(path)
+    if "rate_bps" in info:
+        return f"{path} ({_rate(info['rate_bps'])}, {info['delay_s'] * 1000:g} ms one way)"
+    return path
+
+
+def figure_title(results: ResultSet, path: str) -> str:
+    variants = results.variants()
+    if set(variants) <= {"tcp", "sctp-naive"}:
+        kind = "FTP over TCP vs FTP over SCTP"        # E2 (fcs)
+    else:
+        kind = "FTP variants"                          # E1 (multistream)
+    return f"{results.name}: {kind}, {path_title(results, path)}"
+
+
+def transfer_time_figure(results: ResultSet, path: str, log_scale: bool = False) -> Figure:
+    """Transfer time against loss ratio on one path: a panel per file size, a line per variant
+    (tcp per profile), error bars the 90% interval. Points with no finished interval are drawn
+    hollow; points with no runs at all are absent (the report lists them)."""
+    sizes = sorted({p.key.file_size for p in results.points if p.key.path == path} |
+                   {k.file_size for k in results.expected if k.path == path})
+    columns = min(len(sizes), 3) or 1
+    rows = max(1, math.ceil(len(sizes) / columns))
+    fig = Figure(figsize=(max(6.5, 5.2 * columns), 4.0 * rows), layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(figure_title(results, path))
+    all_series = results.series()
+    for i, size in enumerate(sizes or [0]):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        files = {p.key.files for p in results.points if p.key.path == path} or \
+                {k.files for k in results.expected}
+        ax.set_title(f"{next(iter(files), '?')} files of {size_label(size)}")
+        ax.set_xlabel(LOSS_LABEL)
+        ax.set_ylabel(TIME_LABEL)
+        ax.grid(True, alpha=0.3)
+        for j, series in enumerate(all_series):
+            points = sorted((p for p in results.points
+                             if p.key.path == path and p.key.file_size == size
+                             and p.key.series == series and p.usable), key=lambda p: p.key.loss)
+            if not points:
+                continue
+            x = [p.key.loss for p in points]
+            y = [p.mean_s for p in points]
+            err = [p.ci90_half_s if math.isfinite(p.ci90_half_s) else 0.0 for p in points]
+            style = _style(series, j)
+            ax.errorbar(x, y, yerr=err, label=series, capsize=3, **style)
+            hollow = [p for p in points if p.status not in ("tight", "capped")]
+            if hollow:
+                ax.plot([p.key.loss for p in hollow], [p.mean_s for p in hollow],
+                        linestyle="none", marker=style["marker"], markersize=11,
+                        markerfacecolor="white", markeredgecolor=style.get("color", "k"),
+                        label="_unfinished")
+            for p in points:
+                fig.analysis_data.append({"path": path, "file_size": size, "series": series,
+                                          "loss": p.key.loss, "mean_s": p.mean_s,
+                                          "ci90_half_s": p.ci90_half_s, "n": p.n,
+                                          "status": p.status})
+        if log_scale:
+            ax.set_yscale("log", nonpositive="clip")
+        else:
+            ax.set_ylim(bottom=0)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+    return fig
+
+
+def counters_figure(results: ResultSet, path: str) -> Figure:
+    """Per variant, the mean per counted run of connections/associations opened,
+    retransmissions and timeouts (from runs.csv): a row per counter, a panel per file size,
+    bars grouped by loss ratio."""
+    runs = [r for r in results.runs if r["key"].path == path and r.get("status") == "ok"]
+    sizes = sorted({r["key"].file_size for r in runs})
+    losses = sorted({r["key"].loss for r in runs})
+    all_series = [s for s in results.series() if any(r["key"].series == s for r in runs)]
+    fig = Figure(figsize=(max(7.0, 4.6 * len(sizes)), 3.2 * len(COUNTERS)),
+                 layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(f"{results.name}: per-run counters, {path_title(results, path)}")
+    width = 0.8 / max(1, len(all_series))
+    for row, (counter, label) in enumerate(COUNTERS):
+        for col, size in enumerate(sizes or [0]):
+            ax = fig.add_subplot(len(COUNTERS), max(1, len(sizes)),
+                                 row * max(1, len(sizes)) + col + 1)
+            ax.set_title(f"{label}, files of {size_label(size)}", fontsize="medium")
+            ax.set_xlabel(LOSS_LABEL)
+            ax.set_ylabel(f"{counter} per run (mean)")
+            ax.set_xticks(range(len(losses)), [f"{loss:g}" for loss in losses])
+            for j, series in enumerate(all_series):
+                heights = []
+                for loss in losses:
+                    values = [r[counter] for r in runs if r["key"].series == series
+                              and r["key"].file_size == size and r["key"].loss == loss]
+                    heights.append(fmean(values) if values else 0.0)
+                    if values:
+                        fig.analysis_data.append({"path": path, "file_size": size,
+                                                  "series": series, "loss": loss,
+                                                  "counter": counter, "mean": heights[-1],
+                                                  "runs": len(values)})
+                offsets = [k + (j - (len(all_series) - 1) / 2) * width
+                           for k in range(len(losses))]
+                ax.bar(offsets, heights, width, label=series,
+                       color=_style(series, j).get("color"))
+            if row == 0 and col == 0 and all_series:
+                ax.legend(fontsize="x-small", loc="best", framealpha=0.8)
+    return fig
+
+
+def time_sequence_figure(title: str, panels: list[tuple[str, TimeSequence]]) -> Figure:
+    """Data sent by the server and the client's cumulative acks over time, one panel per run;
+    SCTP data coloured per stream (0: control, 1: data), retransmissions marked."""
+    fig = Figure(figsize=(6.0 * min(2, max(1, len(panels))), 4.2 * math.ceil(len(panels) / 2)),
+                 layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(title)
+    stream_colors = {0: "#ff7f0e", 1: "#1f77b4"}
+    for i, (label, seq) in enumerate(panels):
+        ax = fig.add_subplot(math.ceil(len(panels) / 2), min(2, len(panels)), i + 1)
+        ax.set_title(label, fontsize="medium")
+        ax.set_xlabel("time since capture start (s)")
+        ax.set_ylabel(seq.unit)
+        names = ({0: "control connection", 1: "data connections"} if seq.transport == "tcp"
+                 else {0: "stream 0", 1: "stream 1"})
+        for stream in seq.streams():
+            marks = [m for m in seq.data if m.stream == stream and not m.retransmission]
+            ax.plot([m.time_s for m in marks], [m.value for m in marks], linestyle="none",
+                    marker=".", markersize=3, color=stream_colors.get(stream, "#7f7f7f"),
+                    label=f"data, {names.get(stream, f'stream {stream}')}")
+        retrans = [m for m in seq.data if m.retransmission]
+        if retrans:
+            ax.plot([m.time_s for m in retrans], [m.value for m in retrans], linestyle="none",
+                    marker="x", markersize=6, color="#d62728", label="retransmission")
+        for flow in sorted({m.flow for m in seq.acks}):  # one step line per connection
+            acks = [m for m in seq.acks if m.flow == flow]
+            ax.step([m.time_s for m in acks], [m.value for m in acks], where="post",
+                    color="#2ca02c", linewidth=1,
+                    label="cumulative ack" if flow == seq.acks[0].flow else "_ack")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small", loc="upper left")
+        fig.analysis_data.append({"run": label, "transport": seq.transport, "flows": seq.flows,
+                                  "data_marks": len(seq.data), "acks": len(seq.acks),
+                                  "retransmissions": len(retrans), "streams": seq.streams()})
+    return fig

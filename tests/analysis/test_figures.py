@@ -1,0 +1,121 @@
+"""Every figure built from the tiny result set shows what the result files hold: axes, one
+series per variant, plotted means and interval half-widths equal to summary.csv, bar heights
+equal to runs.csv's counters, time-sequences with the streams each variant uses."""
+from __future__ import annotations
+
+import csv
+import math
+from statistics import fmean
+
+import pytest
+
+from analysis import figures, report, results
+from tests.analysis.conftest import VARIANTS
+
+
+def summary_rows(folder):
+    with (folder / "summary.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def series_name(variant: str) -> str:
+    return "tcp (tcp-newreno)" if variant == "tcp" else variant
+
+
+def test_transfer_time_figure_plots_the_summary(tiny_results):
+    rs = results.load(tiny_results)
+    fig = figures.transfer_time_figure(rs, "lan")
+    axes = fig.get_axes()
+    assert len(axes) == 1                                   # one panel per file size
+    ax = axes[0]
+    assert ax.get_xlabel() == figures.LOSS_LABEL and ax.get_ylabel() == figures.TIME_LABEL
+    assert "10K" in ax.get_title() and "lan" in fig._suptitle.get_text()
+    assert ax.get_yscale() == "linear"
+    containers = {c.get_label(): c for c in ax.containers}
+    assert set(containers) == {series_name(v) for v in VARIANTS}
+    rows = summary_rows(tiny_results)
+    for variant in VARIANTS:
+        expected = sorted((float(r["loss"]), float(r["mean_s"]), float(r["ci90_half_s"]))
+                          for r in rows if r["variant"] == variant)
+        container = containers[series_name(variant)]
+        line = container.lines[0]
+        assert list(line.get_xdata()) == pytest.approx([e[0] for e in expected])
+        assert list(line.get_ydata()) == pytest.approx([e[1] for e in expected])
+        # error bar segments run from mean - h to mean + h
+        segments = container.lines[2][0].get_segments()
+        for (loss, mean, half), seg in zip(expected, segments):
+            assert seg[0][1] == pytest.approx(mean - half, rel=1e-5)
+            assert seg[1][1] == pytest.approx(mean + half, rel=1e-5)
+    # the numbers saved alongside are the same
+    assert len(fig.analysis_data) == len(rows)
+
+
+def test_log_scale_option(tiny_results):
+    rs = results.load(tiny_results)
+    fig = figures.transfer_time_figure(rs, "lan", log_scale=True)
+    assert fig.get_axes()[0].get_yscale() == "log"
+
+
+def test_e2_style_title_with_tcp_and_naive_only(results_copy):
+    path = results_copy / "summary.csv"
+    rows = summary_rows(results_copy)
+    keep = [r for r in rows if r["variant"] in ("tcp", "sctp-naive")]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(keep)
+    rs = results.load(results_copy)
+    rs.expected = [k for k in rs.expected if k.variant in ("tcp", "sctp-naive")]
+    fig = figures.transfer_time_figure(rs, "lan")
+    assert "TCP vs FTP over SCTP" in fig._suptitle.get_text()
+    assert {c.get_label() for c in fig.get_axes()[0].containers} == \
+        {"tcp (tcp-newreno)", "sctp-naive"}
+
+
+def test_counters_figure_bars_equal_runs_csv(tiny_results):
+    rs = results.load(tiny_results)
+    fig = figures.counters_figure(rs, "lan")
+    axes = fig.get_axes()
+    assert len(axes) == len(figures.COUNTERS)  # one row per counter, one size
+    with (tiny_results / "runs.csv").open() as handle:
+        runs = [r for r in csv.DictReader(handle) if r["status"] == "ok"]
+    losses = sorted({float(r["loss"]) for r in runs})
+    for ax, (counter, _) in zip(axes, figures.COUNTERS):
+        assert counter in ax.get_ylabel()
+        bars = {c.get_label(): c for c in ax.containers}
+        assert set(bars) == {series_name(v) for v in VARIANTS}
+        for variant in VARIANTS:
+            heights = [patch.get_height() for patch in bars[series_name(variant)]]
+            expected = [fmean(int(r[counter]) for r in runs if r["variant"] == variant
+                              and float(r["loss"]) == loss) for loss in losses]
+            assert heights == pytest.approx(expected)
+    connections = {c.get_label(): [p.get_height() for p in c] for c in axes[0].containers}
+    assert connections["sctp-ms"] == [1, 1] and connections["sctp-ms-cp"] == [1, 1]
+    assert all(h == 4 for h in connections["sctp-naive"])   # control + NLST + 2 files
+
+
+def test_time_sequence_of_chosen_runs(tiny_results):
+    rs = results.load(tiny_results)
+    chosen = report.chosen_runs(rs)
+    assert [r["key"].variant for r in chosen] == list(VARIANTS)
+    assert all(r["key"].loss == 0.03 for r in chosen)
+    figs = report.build_figures(rs)
+    fig = figs[report.TIMESEQ_FILE]
+    data = {d["run"].split(" ")[0]: d for d in fig.analysis_data}
+    assert set(data) == {r["run_id"] for r in chosen}
+    for run in chosen:
+        d = data[run["run_id"]]
+        assert d["data_marks"] > 0 and d["acks"] > 0
+        variant = run["key"].variant
+        if variant in ("sctp-ms", "sctp-ms-cp"):
+            assert d["streams"] == [0, 1] and d["flows"] == 1
+        elif variant == "sctp-naive":
+            assert d["streams"] == [0] and d["flows"] == 4
+        else:
+            assert d["transport"] == "tcp" and d["flows"] == 4
+    for ax in fig.get_axes():
+        assert ax.get_xlabel().startswith("time")
+        labels = ax.get_legend_handles_labels()[1]
+        assert "cumulative ack" in labels
+        assert any(label.startswith("data") for label in labels)
+    assert not math.isnan(sum(d["data_marks"] for d in fig.analysis_data))
