@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from topology.kernel import BackendError, open_backend
+from topology.kernel.uml import stop_all
 from topology.kernel.base import REPO_ROOT
 
 from . import dataset, stats, tables
@@ -157,19 +158,23 @@ class Harness:
         progress.start()
         errors: list[str] = []
         stop = threading.Event()
+        pool = ThreadPoolExecutor(len(batches))
         try:
-            with ThreadPoolExecutor(len(batches)) as pool:
-                futures = [pool.submit(self.run_batch, i, batch, label, stop)
-                           for i, batch in enumerate(batches)]
-                for future in futures:
-                    error = future.result()
-                    if error:
-                        errors.append(error)
-        except KeyboardInterrupt:
+            futures = [pool.submit(self.run_batch, i, batch, label, stop)
+                       for i, batch in enumerate(batches)]
+            for future in futures:
+                error = future.result()
+                if error:
+                    errors.append(error)
+        except BaseException:
+            # The kernels run in sessions of their own: stop them before waiting for the
+            # workers, or an interrupt would wait for every batch to finish.
             stop.set()
-            from topology.kernel.uml import stop_all
             stop_all()
+            pool.shutdown(wait=True, cancel_futures=True)
             raise
+        else:
+            pool.shutdown(wait=True)
         finally:
             progress.stop()
         for error in errors:

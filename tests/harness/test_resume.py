@@ -48,6 +48,8 @@ def test_interrupt_then_resume(tmp_path):
     assert first.returncode == 130, err
     assert "resume" in err
     assert stray_kernels(f"umid=tb{first.pid}-") == []
+    # stopped at once, not after the rest of its batch
+    assert len(list(runs.glob("*/result.json"))) < 4
 
     # a half-finished attempt left behind must not count
     (runs / "lan_loss0.03_10Kx3_tcp_tcp-newreno_r002").mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@ filesystem as its root. The job runs as the kernel's init child; its exit status
 back through files in a per-instance scratch directory on the host."""
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 import shutil
@@ -34,6 +35,10 @@ def stop_all() -> None:
         running = list(_running)
     for proc in running:
         _kill_group(proc)
+
+
+# Whatever way this process ends (short of SIGKILL), its kernels end with it.
+atexit.register(stop_all)
 
 
 def scratch_root() -> Path:
