@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments.harness.plan import Point as MatrixPoint
+from experiments.harness.spec import size_label
+
 VARIANT_ORDER = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "xftp", "tcp-pipelined")
 FINISHED = ("tight", "capped")
 
@@ -19,13 +22,8 @@ class ResultError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class PointKey:
-    path: str
-    loss: float
-    file_size: int
-    files: int
-    variant: str
-    profile: str
+class PointKey(MatrixPoint):
+    """A point of the matrix, as the harness names it, with how the report labels it."""
 
     @property
     def series(self) -> str:
@@ -121,13 +119,6 @@ def series_label(variant: str, profile: str) -> str:
 
 def variant_rank(variant: str) -> int:
     return VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(VARIANT_ORDER)
-
-
-def size_label(size: int) -> str:
-    for unit, factor in (("M", 1 << 20), ("K", 1 << 10)):
-        if size % factor == 0:
-            return f"{size // factor}{unit}"
-    return f"{size}B"
 
 
 def _float(text: str | None) -> float:
