@@ -123,7 +123,11 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
         mark("links_and_sysctls")
         server = path.server.popen(
             [run["ftpd"], "--root", run["data"], "--tcp", f"{SERVER_IP}:{FTP_PORT}", "--sctp",
-             f"{SERVER_IP}:{FTP_PORT}", "--log", str(run_dir / "ftpd.log")],
+             f"{SERVER_IP}:{FTP_PORT}", "--log", str(run_dir / "ftpd.log"),
+             # ftpd's own stall limits (60 s for data) are shorter than a lossy satellite
+             # path's backed-off retransmission timers: the run's limit governs instead
+             "--data-timeout", str(int(run["timeout_s"])),
+             "--idle-timeout", str(int(run["timeout_s"]))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # server and capture start side by side: each costs a few hundred ms in the kernel
         capture = start_capture(path.client, pcap_partial, run["snaplen"])
