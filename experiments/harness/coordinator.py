@@ -149,10 +149,14 @@ class Harness:
         ids = [o["id"] for o in orders]
         estimate = max(sum(o["estimate_s"] for o in b) for b in batches) + 15
 
+        statuses: dict[str, str] = {}
+
         def count() -> tuple[int, int]:
-            finished = self.ledger.finished()
-            done = [finished[i] for i in ids if i in finished]
-            return len(done), sum(r["status"] != "ok" for r in done)
+            # polled every few seconds: read each record once, only for this round's runs
+            for run_id in ids:
+                if run_id not in statuses and self.ledger.is_finished(run_id):
+                    statuses[run_id] = self.ledger.record(run_id)["status"]
+            return len(statuses), sum(s != "ok" for s in statuses.values())
 
         progress = Progress(f"{self.experiment.name} {label}", len(orders), estimate, count)
         progress.start()

@@ -65,3 +65,6 @@ class Ledger:
 
     def is_finished(self, run_id: str) -> bool:
         return (self.run_dir(run_id) / RECORD).is_file()
+
+    def record(self, run_id: str) -> dict[str, Any]:
+        return json.loads((self.run_dir(run_id) / RECORD).read_text())

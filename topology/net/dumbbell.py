@@ -40,6 +40,10 @@ class Dumbbell(Topology):
         side = 1 if host.startswith("s") else 2
         return f"10.{side}.{int(host[1:])}.1"
 
+    @classmethod
+    def gateway(cls, host: str) -> str:
+        return cls.address(host).rsplit(".", 1)[0] + ".254"
+
     def _add(self, net: Mininet) -> None:
         left = net.addHost("left", cls=Router, ip=None)
         right = net.addHost("right", cls=Router, ip=None)
@@ -54,10 +58,9 @@ class Dumbbell(Topology):
     def _add_access(self, net: Mininet, name: str, router, router_intf: str,
                     up_at_host: bool) -> None:
         host = net.addHost(name, ip=None)
-        address = self.address(name)
-        gateway = address.rsplit(".", 1)[0] + ".254"
         net.addLink(host, router, intfName1=f"{name}-eth0", intfName2=router_intf,
-                    params1={"ip": f"{address}/24"}, params2={"ip": f"{gateway}/24"})
+                    params1={"ip": f"{self.address(name)}/24"},
+                    params2={"ip": f"{self.gateway(name)}/24"})
         at_host = Egress(host, f"{name}-eth0", self.access)
         at_router = Egress(router, router_intf, self.access)
         self.egress[f"{name}-up"] = at_host if up_at_host else at_router
@@ -67,6 +70,5 @@ class Dumbbell(Topology):
         routes = {"left": [["ip", "route", "add", "10.2.0.0/16", "via", "10.3.0.2"]],
                   "right": [["ip", "route", "add", "10.1.0.0/16", "via", "10.3.0.1"]]}
         for host in self.senders() + self.receivers():
-            gateway = self.address(host).rsplit(".", 1)[0] + ".254"
-            routes[host] = [["ip", "route", "add", "default", "via", gateway]]
+            routes[host] = [["ip", "route", "add", "default", "via", self.gateway(host)]]
         return routes
