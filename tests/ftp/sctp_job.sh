@@ -23,7 +23,7 @@ S="ip netns exec srv"
 KNOBS="--sctp-rto-min 100 --sctp-rto-initial 300 --sctp-rto-max 2000"
 
 $S "$BIN/ftpd" --root "$WORK/root" --tcp 10.0.0.2:21 --sctp 10.0.0.2:21 \
-    --log "$WORK/ftpd.log" --allow-upload --idle-timeout 60 --data-timeout 20 $KNOBS \
+    --log "$WORK/ftpd.log" --allow-upload --idle-timeout 300 --data-timeout 60 $KNOBS \
     > "$WORK/ftpd.out" 2> "$WORK/ftpd.err" &
 FTPD=$!
 i=0
@@ -61,7 +61,7 @@ run() {  # $1: run name, $2: variant, rest: ftpc commands
   name=$1; v=$2; shift 2
   mkdir -p "$WORK/dl-$name"
   capture_start "$name"
-  $C timeout 120 "$BIN/ftpc" --variant "$v" ${EXTRA:-} --timeout 30 $KNOBS --out "$WORK/dl-$name" \
+  $C timeout 300 "$BIN/ftpc" --variant "$v" ${EXTRA:-} --timeout 60 $KNOBS --out "$WORK/dl-$name" \
       10.0.0.2:21 "$@" > "$WORK/ev-$name.jsonl" 2> "$WORK/err-$name.txt"
   echo $? > "$WORK/rc-$name"
   capture_stop
