@@ -11,13 +11,17 @@ export SETUPTOOLS_USE_DISTUTILS := stdlib
 EXP ?= demo
 WORKERS ?=
 
-.PHONY: all setup kernel build test test-core test-ftp test-virtual test-harness fidelity \
+.PHONY: all setup setup-test kernel build test test-core test-ftp test-virtual test-harness fidelity \
         bench-virtual bench-harness bench-ftp experiment smoke tables report clean
 
 all: build
 
 setup:
 	bash docker/setup.sh
+
+# setup, plus what only the tests use: Ansible and sshd, podman and debootstrap.
+setup-test:
+	bash docker/setup.sh --test-tools
 
 # The time-travel kernel of KERNEL=uml-virtual. `setup` builds it (about 5 minutes on 2 cores,
 # once: it is cached by a hash of its configuration and source version); this prints its path.
@@ -28,7 +32,7 @@ build: setup
 	$(MAKE) -C ftp-impl
 
 # The whole suite, as CI runs it. Tests boot the pinned kernel themselves.
-test: setup build
+test: setup-test build
 	$(PYTHON) -m pytest tests
 
 test-core: setup

@@ -2,7 +2,22 @@
 # Installs everything the testbed needs on a Debian (bookworm) machine and prepares the pinned
 # kernel. Idempotent: a second run installs nothing and changes nothing. Used by `make setup`,
 # by the container image and by CI, so all three get the same environment.
+#
+#   setup.sh                 what experiments need
+#   setup.sh --test-tools    also what `make test` needs beyond that: Ansible and an SSH server
+#                            for the deployment tests, podman and debootstrap for the image test
+#   setup.sh --no-virtual-kernel   skip the time-travel kernel build (about 5 minutes)
 set -euo pipefail
+
+test_tools=0
+virtual_kernel=1
+for arg in "$@"; do
+  case "$arg" in
+    --test-tools) test_tools=1 ;;
+    --no-virtual-kernel) virtual_kernel=0 ;;
+    *) echo "setup: unknown option $arg (known: --test-tools, --no-virtual-kernel)" >&2; exit 2 ;;
+  esac
+done
 
 # Debian packages the project uses. Grouped by the part that needs them.
 packages=(
@@ -21,6 +36,14 @@ packages=(
   # the report test opens the HTML report in a headless browser
   chromium
 )
+if [ "$test_tools" -eq 1 ]; then
+  packages+=(
+    # deployment to the emulated nodes over SSH (the nodes' sshd runs inside the pinned kernel)
+    ansible ansible-lint openssh-server openssh-client
+    # the container image: built and run daemonless, from a locally bootstrapped base
+    podman runc debootstrap uidmap python3-venv
+  )
+fi
 
 log() { printf 'setup: %s\n' "$*"; }
 
@@ -53,7 +76,14 @@ install_packages() {
   # tshark asks whether non-root users may capture; the answer does not matter here.
   echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
   apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # openssh-server is only wanted as a program the tests start inside the pinned kernel: keep
+  # the package from starting a daemon on this machine (policy-rc.d answers "not now").
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && made_policy=1
+  fi
+  apt-get install -y -q --no-install-recommends "${missing[@]}" || { [ "$made_policy" -eq 0 ] || rm -f "$policy"; exit 1; }
+  [ "$made_policy" -eq 0 ] || rm -f "$policy"
 }
 
 # modprobe inside User-Mode Linux looks in /lib/modules/<release>; Debian ships the modules
@@ -88,4 +118,6 @@ build_virtual_kernel() {
 
 install_packages
 prepare_uml_modules
-build_virtual_kernel
+if [ "$virtual_kernel" -eq 1 ]; then
+  build_virtual_kernel
+fi
