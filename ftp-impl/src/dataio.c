@@ -133,6 +133,24 @@ static struct xp_conn *channel(struct session *s, struct xp_conn *data) {
   return s->multistream ? &s->ctrl : data;
 }
 
+/* A 226 promises that the data arrived. Like vsftpd, close the data
+ * connection lingering - until the client's kernel has acknowledged every
+ * byte and the end - before replying. Closing at once would orphan the
+ * socket: on a lossy long path an orphan stops retransmitting after a few
+ * tries, the client waits for bytes that never come, and the 226 it already
+ * got marks the end of a transfer that never finished. Stream-1 transfers
+ * end by byte count on the control association. */
+static int await_delivery(struct session *s, struct xp_conn *data) {
+  if (s->multistream) {
+    return 0;
+  }
+  if (xp_close_delivered(data, tunables.data_timeout_s) != 0) {
+    log_line("FAIL data connection: not acknowledged within %d s", tunables.data_timeout_s);
+    return -1;
+  }
+  return 0;
+}
+
 int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
                    uint64_t count) {
   uint64_t sent = xp_send_file(channel(s, data), fd, count, s->multistream ? SID_DATA : 0,
@@ -142,7 +160,7 @@ int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
              (unsigned long long)count, strerror(errno));
     return -1;
   }
-  return 0;
+  return await_delivery(s, data);
 }
 
 int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
@@ -153,7 +171,7 @@ int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
     log_line("FAIL send listing: %s", strerror(errno));
     return -1;
   }
-  return 0;
+  return await_delivery(s, data);
 }
 
 int dataio_recv_fd(struct session *s, struct xp_conn *data, int fd,

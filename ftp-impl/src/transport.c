@@ -367,6 +367,24 @@ void xp_abort(struct xp_conn *c) {
   xp_close(c);
 }
 
+int xp_close_delivered(struct xp_conn *c, int seconds) {
+  struct linger lg;
+  int64_t started;
+  int64_t waited;
+  lg.l_onoff = 1;
+  lg.l_linger = seconds;
+  if (setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) != 0) {
+    xp_close(c);
+    return -1;
+  }
+  /* Linux reports no error when a lingering close runs out of time; only
+   * the time it took tells. */
+  started = sys_mono_ms();
+  xp_close(c);
+  waited = sys_mono_ms() - started;
+  return waited < (int64_t)seconds * 1000 ? 0 : -1;
+}
+
 int xp_local_addr(const struct xp_conn *c, struct addr *a) {
   a->len = sizeof a->ss;
   return getsockname(c->fd, (struct sockaddr *)&a->ss, &a->len);

@@ -70,6 +70,10 @@ int xp_shutdown_write(const struct xp_conn *c);
 void xp_close(struct xp_conn *c);
 /* Close with a reset (TCP RST / SCTP ABORT). */
 void xp_abort(struct xp_conn *c);
+/* Close after everything sent has been acknowledged, the data and the end
+ * (TCP: our FIN; SCTP: the SHUTDOWN), waiting at most `seconds`: a lingering
+ * close. 0 if delivery was confirmed in time, -1 if the limit ran out. */
+int xp_close_delivered(struct xp_conn *c, int seconds);
 
 int xp_local_addr(const struct xp_conn *c, struct addr *a);
 int xp_peer_addr(const struct xp_conn *c, struct addr *a);
