@@ -1,12 +1,13 @@
-"""`make bench-virtual`: virtual time (KERNEL=uml-virtual) against real time (KERNEL=uml) on the
+"""`make bench-virtual-links`: virtual time (KERNEL=uml-virtual) against real time (KERNEL=uml) on the
 three E1 paths. For each path one kernel of each kind builds `path` (500 KB router queue),
 measures its fidelity (ping RTT, TCP and SCTP goodput with bulk_probe) and, for loss 0, 0.03
 and 0.10, runs the same transfers several times (virtual_workload). Compared side by side:
 transfer times (means, 90% Student-t intervals, which must overlap), fidelity, wall-time
 speed-up; and the projected wall time of one repetition of the full E1 matrix in each mode.
 
-The workload is a stand-in until the FTP programs land: bulk_probe downloads of E1 sizes (many
-10 KiB files over fresh TCP connections one after the other, 1 MiB over TCP, 200 KiB over SCTP).
+The workload is kernel-level: bulk_probe downloads of E1 sizes (many 10 KiB files over fresh TCP
+connections one after the other, 1 MiB over TCP, 200 KiB over SCTP). `make bench-virtual`
+compares the FTP programs themselves, through the harness.
 
     python3 -m topology.fidelity.virtual_bench [--reps N] [--quick] [--out FILE]
 
@@ -34,7 +35,7 @@ from .plan import E1_PATHS
 from .targets import payload_per_frame
 from ..params import ETHERNET_FRAME_MAX
 
-DEFAULT_OUTPUT = REPO_ROOT / "results" / "bench-virtual.json"
+DEFAULT_OUTPUT = REPO_ROOT / "results" / "bench-virtual-links.json"
 LOSSES = (0.0, 0.03, 0.10)
 E1_LOSSES = (0.0, 0.01, 0.03, 0.06, 0.10)
 E1_SIZES = (10 * 1024, 50 * 1024, 200 * 1024, 500 * 1024, 1024 * 1024)
@@ -42,8 +43,8 @@ E1_FILES, E1_VARIANTS = 100, 4
 QUEUE_BYTES = 500_000
 CONFIDENCE = 0.90
 SMALL_FILES = 20
-WORKLOAD_NOTE = ("stand-in workload until the FTP programs land: bulk_probe.py (Python) "
-                 "downloads server->client; the FTP variants are not measured yet")
+WORKLOAD_NOTE = ("kernel-level workload: bulk_probe.py (Python) downloads server->client; "
+                 "`make bench-virtual` measures the FTP programs")
 
 
 def workloads(quick: bool) -> list[dict[str, Any]]:
