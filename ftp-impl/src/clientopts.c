@@ -17,6 +17,8 @@ static const char usage_text[] =
     "options:\n"
     "  --out DIR             where downloads go (default .)\n"
     "  --active              PORT/EPRT instead of PASV/EPSV\n"
+    "  --bind ADDR           local address of the control and data connections\n"
+    "                        (SCTP then lists only ADDR in its associations)\n"
     "  --user NAME --pass P  login (default anonymous)\n"
     "  --timeout S           longest wait without progress (default 60)\n"
     "  --chunk BYTES         upload message size on stream 1 (default 65536)\n"
@@ -47,6 +49,17 @@ static void copy_arg(char *dst, size_t cap, const char *src) {
   }
 }
 
+/* An address without a port: every socket gets a port from the kernel. */
+static void set_bind(struct copts *o, const char *a) {
+  if (addr_parse_hostport(a, 0, &o->bind_addr) != 0) {
+    usage_exit("--bind: not an address");
+  }
+  if (addr_port(&o->bind_addr) != 0) {
+    usage_exit("--bind takes an address without a port");
+  }
+  o->has_bind = 1;
+}
+
 static void set_variant(struct copts *o, const char *v) {
   static const char *names[] = {"tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"};
   int i;
@@ -63,7 +76,7 @@ static void set_variant(struct copts *o, const char *v) {
 enum {
   O_VARIANT = 256, O_OUT, O_ACTIVE, O_USER, O_PASS, O_TIMEOUT, O_CHUNK,
   O_NODELAY, O_SACKD, O_SACKF, O_RTOMIN, O_RTOINIT, O_RTOMAX, O_SNDBUF,
-  O_RCVBUF, O_HELP
+  O_RCVBUF, O_BIND, O_HELP
 };
 
 static const struct option longopts[] = {
@@ -82,6 +95,7 @@ static const struct option longopts[] = {
     {"sctp-rto-max", required_argument, NULL, O_RTOMAX},
     {"sndbuf", required_argument, NULL, O_SNDBUF},
     {"rcvbuf", required_argument, NULL, O_RCVBUF},
+    {"bind", required_argument, NULL, O_BIND},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -102,6 +116,7 @@ static void handle_opt(struct copts *o, int c, const char *arg) {
   case O_RTOMAX: o->xp.rto_max_ms = int_arg(arg, 1, 3600000); break;
   case O_SNDBUF: o->xp.sndbuf = int_arg(arg, 1024, 1 << 30); break;
   case O_RCVBUF: o->xp.rcvbuf = int_arg(arg, 1024, 1 << 30); break;
+  case O_BIND: set_bind(o, arg); break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
   default: usage_exit(NULL);
   }
@@ -129,6 +144,10 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   o->cmds = argv + optind + 1;
   o->ncmds = argc - optind - 1;
   o->xp.io_timeout_s = o->timeout_s;
+}
+
+const struct addr *copts_bind(const struct copts *o) {
+  return o->has_bind ? &o->bind_addr : NULL;
 }
 
 int copts_sctp(const struct copts *o) { return o->variant != V_TCP; }

@@ -19,11 +19,15 @@ struct copts {
   int timeout_s;             /* longest wait without progress */
   unsigned chunk;            /* MS upload message size */
   struct xp_opts xp;
+  int has_bind;              /* --bind given */
+  struct addr bind_addr;     /* local address (port 0) of every connection */
   char **cmds;               /* COMMAND ARGS... (argv tail) */
   int ncmds;
 };
 
 void copts_parse(int argc, char **argv, struct copts *o);
+/* The local address to bind connections and listeners to, or NULL. */
+const struct addr *copts_bind(const struct copts *o);
 /* The variant uses SCTP / streams? */
 int copts_sctp(const struct copts *o);
 int copts_ms(const struct copts *o);

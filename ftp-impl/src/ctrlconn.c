@@ -12,13 +12,13 @@
 #define RECV_CHUNK (1u << 20)
 
 int ctrl_open(struct ctrlconn *cc, enum xp_proto p, const struct addr *dst,
-              const struct xp_opts *o, int timeout_ms) {
+              const struct addr *src, const struct xp_opts *o, int timeout_ms) {
   memset(cc, 0, sizeof *cc);
   buf_init(&cc->in, MAX_REPLY_LINE * 4);
   buf_init(&cc->out, 16u << 20);
   cc->timeout_ms = timeout_ms;
   cc->chunk = sys_malloc(RECV_CHUNK);
-  if (xp_connect(p, dst, NULL, o, timeout_ms, &cc->c) != 0) {
+  if (xp_connect(p, dst, src, o, timeout_ms, &cc->c) != 0) {
     (void)str_fmt(cc->error, sizeof cc->error, "cannot connect (%s): %s",
                   xp_proto_name(p), strerror(errno));
     cc->c.fd = -1;

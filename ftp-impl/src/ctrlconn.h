@@ -46,8 +46,9 @@ struct ctrlconn {
   char error[256];        /* why the last call failed */
 };
 
+/* Connect to dst, from local address src (port 0) unless src is NULL. */
 int ctrl_open(struct ctrlconn *cc, enum xp_proto p, const struct addr *dst,
-              const struct xp_opts *o, int timeout_ms);
+              const struct addr *src, const struct xp_opts *o, int timeout_ms);
 void ctrl_close(struct ctrlconn *cc);
 /* Queue "CMD ARG\r\n" (emits a "command" event); ctrl_flush sends. */
 int ctrl_queue(struct ctrlconn *cc, const char *cmd, const char *arg);

@@ -287,7 +287,8 @@ int main(int argc, char **argv) {
   ev_end(&e);
   if (addr_parse_hostport(o.host, 21, &cl.server) != 0) {
     ok = client_fail(&cl, "cannot resolve %s", o.host) == 0;
-  } else if (ctrl_open(&cl.cc, cl.proto, &cl.server, &o.xp, cl.timeout_ms) != 0) {
+  } else if (ctrl_open(&cl.cc, cl.proto, &cl.server, copts_bind(&o), &o.xp,
+                       cl.timeout_ms) != 0) {
     ok = client_fail(&cl, "%s", cl.cc.error) == 0;
   } else {
     cl.cc.on_reply = on_reply;

@@ -57,7 +57,8 @@ static int open_passive(struct client *cl, struct dchan *d) {
   }
   /* Always the control peer's address: never follow a 227 elsewhere. */
   addr_set_port(&a, port);
-  if (xp_connect(cl->proto, &a, NULL, &cl->o->xp, cl->timeout_ms, &d->conn) != 0) {
+  if (xp_connect(cl->proto, &a, copts_bind(cl->o), &cl->o->xp, cl->timeout_ms,
+                 &d->conn) != 0) {
     return client_fail(cl, "cannot open data connection: %s", strerror(errno));
   }
   return 0;
@@ -69,7 +70,11 @@ static int open_active(struct client *cl, struct dchan *d) {
   struct xp_conn l;
   char arg[128];
   int v4;
-  if (xp_local_addr(&cl->cc.c, &local) != 0) {
+  /* The bound address when there is one: SCTP's getsockname names only the
+   * primary of possibly several local addresses. */
+  if (copts_bind(cl->o) != NULL) {
+    local = *copts_bind(cl->o);
+  } else if (xp_local_addr(&cl->cc.c, &local) != 0) {
     return client_fail(cl, "getsockname: %s", strerror(errno));
   }
   addr_set_port(&local, 0);
