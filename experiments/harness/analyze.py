@@ -50,6 +50,15 @@ def pcap_interval(channel: pcap.ControlChannel, metric: str) -> float | None:
     return None if start is None or end is None else end - start
 
 
+def capture_of(run_dir: Path, record: dict[str, Any]) -> Path | None:
+    """The run's pcap in the ledger the run directory belongs to (<root>/pcaps/<run id>.pcap).
+    The record's absolute path names the directory of the host that ran it, which is not this
+    one once runs are merged from several hosts."""
+    if not record.get("pcap"):
+        return None
+    return run_dir.parent.parent / "pcaps" / f"{run_dir.name}.pcap"
+
+
 def analyse(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
     variant = record["variant"]
     transport = "tcp" if variant == "tcp" else "sctp"
@@ -58,8 +67,8 @@ def analyse(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> di
     notes = []
     events = client_events(run_dir)
     row["client_time_s"] = client_interval(events, experiment.metric)
-    capture = Path(record.get("pcap", ""))
-    if record.get("pcap") and capture.exists():
+    capture = capture_of(run_dir, record)
+    if capture is not None and capture.exists():
         row["pcap_bytes"] = capture.stat().st_size
         try:
             channel = pcap.control_channel(capture, transport)

@@ -1,12 +1,16 @@
 """The harness's command line.
 
   python3 -m experiments.harness run NAME [--workers N] [--kernel K]   run (or resume) it
+          [--points FILE] [--host NAME]                                  only these points
   python3 -m experiments.harness validate NAME                         check the file only
-  python3 -m experiments.harness plan NAME                             points and first round
-  python3 -m experiments.harness tables NAME                           rebuild the CSVs"""
+  python3 -m experiments.harness plan NAME [--json]                    points and first round
+  python3 -m experiments.harness tables NAME                           rebuild the CSVs
+  python3 -m experiments.harness assign|bundle|merge NAME ...          fan-out over hosts
+                                                                       (see fanout.py)"""
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import time
@@ -15,7 +19,7 @@ from pathlib import Path
 from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError
 
-from . import spec
+from . import fanout, merge, spec
 from .coordinator import Harness, HarnessError
 from .ledger import RESULTS_ROOT, Ledger
 
@@ -32,10 +36,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="kernel backend (default: $KERNEL or uml)")
     run.add_argument("--results", type=Path, default=RESULTS_ROOT,
                      help="results root (default: results/)")
+    run.add_argument("--points", type=Path, default=None,
+                     help="run only the point keys in this file (one a line); the runs of "
+                          "other points are left as they are")
+    run.add_argument("--host", default=None,
+                     help="the name each run records as the host that ran it "
+                          "(default: this machine's hostname)")
     for name in ("validate", "plan", "tables"):
         command = sub.add_parser(name)
         command.add_argument("experiment")
         command.add_argument("--results", type=Path, default=RESULTS_ROOT)
+        if name == "plan":
+            command.add_argument("--json", action="store_true",
+                                 help="points with their finished and still needed runs, and "
+                                      "the finished run ids, as one JSON object")
+    fanout.add_commands(sub, RESULTS_ROOT)
     return parser
 
 
@@ -44,11 +59,21 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         experiment = spec.load(args.experiment)
+        only = getattr(args, "points", None)
         harness = Harness(experiment, getattr(args, "workers", None),
                           getattr(args, "kernel", None),
-                          Ledger.for_experiment(experiment.name, args.results))
+                          Ledger.for_experiment(experiment.name, args.results),
+                          only=sorted(merge.read_ids(only)) if only else None,
+                          host=getattr(args, "host", None))
         if args.command == "validate":
             print(f"{experiment.file}: valid, {len(harness.points)} points")
+            return 0
+        if args.command in fanout.COMMANDS:
+            return fanout.main(args, harness)
+        if args.command == "plan" and args.json:
+            print(json.dumps({"name": experiment.name, "file": str(experiment.file),
+                              "points": fanout.pending(harness),
+                              "finished": sorted(harness.ledger.finished())}))
             return 0
         if args.command == "plan":
             for key in harness.points:
@@ -66,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         out = harness.run()
         print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}")
         return 0
-    except (spec.SpecError, ParameterError, HarnessError, BackendError) as error:
+    except (spec.SpecError, ParameterError, HarnessError, BackendError,
+            merge.MergeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

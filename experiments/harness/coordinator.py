@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +20,7 @@ from topology.kernel.base import REPO_ROOT
 
 from . import dataset, stats, tables
 from .analyze import analysed
-from .ledger import Ledger
+from .ledger import Ledger, LedgerBusy
 from .plan import Point, estimated_seconds, points
 from .profiles import sysctls_for
 from .progress import Progress
@@ -54,18 +56,39 @@ class PointState:
 
 class Harness:
     def __init__(self, experiment: Experiment, workers: int | None = None,
-                 kernel: str | None = None, ledger: Ledger | None = None) -> None:
+                 kernel: str | None = None, ledger: Ledger | None = None,
+                 only: list[str] | None = None, host: str | None = None) -> None:
+        """`only`: run just these point keys (a share of a fanned-out experiment); the ledger's
+        runs of other points are kept and left alone. `host`: the name every run records as
+        the host that ran it (default: this machine's hostname)."""
         self.experiment = experiment
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.kernel = kernel
         self.ledger = ledger or Ledger.for_experiment(experiment.name)
         self.points = {p.key: p for p in points(experiment)}
+        if only is not None:
+            unknown = sorted(set(only) - set(self.points))
+            if unknown:
+                raise HarnessError(
+                    f"not points of {experiment.name}: {', '.join(unknown[:5])} (list them with "
+                    f"`python3 -m experiments.harness plan {experiment.file}`)")
+            self.points = {key: p for key, p in self.points.items() if key in set(only)}
+        self.host = host or socket.gethostname()
         self.data: dict[int, dataset.DataSet] = {}
+        self._testbed: dict[str, Any] | None = None
 
     # -- the whole experiment ---------------------------------------------------------------
     def run(self) -> Path:
         self._check_programs()
+        try:
+            with self.ledger.lock():
+                return self._run()
+        except LedgerBusy as error:
+            raise HarnessError(str(error)) from None
+
+    def _run(self) -> Path:
         self.ledger.prepare()
+        self.testbed()  # once, before the batches' threads ask for it
         for size in self.experiment.file_sizes:
             data = dataset.ensure(self.ledger.data, size, self.experiment.files,
                                   self.experiment.seed)
@@ -131,6 +154,7 @@ class Harness:
             "ftpd": str(FTPD), "ftpc": str(FTPC),
             "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,
             "estimate_s": estimated_seconds(self.experiment, point),
+            "host": self.host,
         }
 
     # -- execution --------------------------------------------------------------------------
@@ -184,15 +208,24 @@ class Harness:
         for error in errors:
             print(f"warning: {error}", flush=True)
 
+    def testbed(self) -> dict[str, Any]:
+        """The commit of the checkout that runs the batches, recorded per host in meta.json."""
+        if self._testbed is None:
+            self._testbed = tables.testbed_commit()
+        return self._testbed
+
     def run_batch(self, index: int, batch: list[dict[str, Any]], label: str,
                   stop: threading.Event) -> str | None:
         todo = [o for o in batch if not self.ledger.is_finished(o["id"])]
         if not todo or stop.is_set():
             return None
-        tag = f"{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
+        # the host in the name keeps batches of several hosts apart once their files are merged
+        host = re.sub(r"[^A-Za-z0-9_.-]", "_", self.host)
+        tag = f"{host}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
         batch_file = self.ledger.work / f"{tag}.json"
         batch_file.write_text(json.dumps({
-            "runs": todo, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json")}))
+            "runs": todo, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
+            "provenance": {"host": self.host, "testbed": self.testbed()}}))
         timeout = sum(o["timeout_s"] + 60 for o in todo) + BATCH_OVERHEAD_S
         try:
             result = open_backend(self.kernel, memory=KERNEL_MEMORY).run(

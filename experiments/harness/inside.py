@@ -103,7 +103,7 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {"id": run["id"], "point": run["point"], "rep": run["rep"],
                               "variant": run["variant"], "params": run["params"],
                               "shape": run["shape"], "status": "failed", "reasons": [],
-                              "started": time.time()}
+                              "host": run.get("host"), "started": time.time()}
     server = capture = None
     phases: dict[str, float] = {}
     last = [time.monotonic()]
@@ -197,7 +197,7 @@ def link_checks(path: Path, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(batch_file: str) -> int:
     batch = json.loads(FsPath(batch_file).read_text())
     runs = batch["runs"]
-    collected = metadata.collect()
+    collected = {**metadata.collect(), **batch.get("provenance", {})}
     with Path(LinkShape.from_dict(runs[0]["shape"])) as path:
         collected["topology_build_s"] = path.timings_s["build"]
         collected["link_checks"] = link_checks(path, runs)

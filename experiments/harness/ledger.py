@@ -2,18 +2,28 @@
 
 results/<experiment>/runs/<run id>/result.json marks a finished run (written last, atomically,
 inside the kernel); a run directory without it is a half-finished attempt and counts for
-nothing. pcaps live in results/<experiment>/pcaps/<run id>.pcap."""
+nothing. pcaps live in results/<experiment>/pcaps/<run id>.pcap: found there, beside the
+record, whatever absolute path the record names (runs merged from another host name that
+host's directories)."""
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from topology.kernel.base import REPO_ROOT
 
 RESULTS_ROOT = REPO_ROOT / "results"
 RECORD = "result.json"
+LOCK = "lock"
+
+
+class LedgerBusy(RuntimeError):
+    """Another process is writing into this ledger."""
 
 
 @dataclass(frozen=True)
@@ -68,3 +78,39 @@ class Ledger:
 
     def record(self, run_id: str) -> dict[str, Any]:
         return json.loads((self.run_dir(run_id) / RECORD).read_text())
+
+    def busy(self) -> bool:
+        """Whether another process holds the lock (a harness still running here)."""
+        path = self.work / LOCK
+        if not path.exists():
+            return False
+        with open(path) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Held while runs or merged runs are written here: two harnesses on one ledger would
+        run the same run ids into the same directories."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        path = self.work / LOCK
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                raise LedgerBusy(f"another harness (pid {holder}) is writing into {self.root}: "
+                                 "wait for it to finish, or stop it, then run this again") from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(str(os.getpid()))
+            handle.flush()
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import subprocess
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from .spec import Experiment
 RUN_COLUMNS = ["run_id", "path", "loss", "file_size", "files", "variant", "profile", "rep",
                "status", "transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
                "connections", "handshakes", "retransmissions", "timeouts", "rate_bps",
-               "delay_s", "queue", "pcap", "pcap_bytes", "started", "ended", "reasons", "notes"]
+               "delay_s", "queue", "pcap", "pcap_bytes", "host", "started", "ended", "reasons",
+               "notes"]
 SUMMARY_COLUMNS = ["path", "loss", "file_size", "files", "variant", "profile", "n", "mean_s",
                    "sd_s", "ci90_half_s", "ci90_rel", "ci_level", "ci_half_s", "status",
                    "runs_failed", "runs_flagged"]
@@ -35,8 +37,11 @@ def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
         row = {"run_id": run_id, **record.get("params", {}), "rep": record["rep"],
                "status": record["status"], "rate_bps": shape.get("rate_bps"),
                "delay_s": shape.get("delay_s"), "queue": json.dumps(shape.get("queue")),
-               "pcap": os.path.relpath(record["pcap"], ledger.root) if record.get("pcap") else "",
-               "started": record.get("started"), "ended": record.get("ended"),
+               # the ledger's own copy: a merged run's record names another host's directory
+               "pcap": os.path.relpath(ledger.pcap(run_id), ledger.root)
+               if record.get("pcap") else "",
+               "host": record.get("host", ""), "started": record.get("started"),
+               "ended": record.get("ended"),
                "reasons": "; ".join(record.get("reasons", [])), **analysis}
         if row["status"] == "ok" and row.get("transfer_time_s") is None:
             row["status"] = "failed"  # verified files but no measurable instants: not a number
@@ -102,13 +107,35 @@ def host_tools() -> dict[str, str]:
             "host_kernel": platform.release()}
 
 
-def meta(experiment: Experiment, ledger: Ledger) -> dict[str, Any]:
+def hosts(batches: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Which host ran how many runs, on which kernel and testbed commit: runs merged from
+    several hosts keep each host's own. Runs and batches from before hosts were recorded are
+    counted under "unknown"."""
+    counts = Counter(r.get("host") or "unknown" for r in runs)
+    kernels: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    commits: dict[str, set[str]] = defaultdict(set)
+    for batch in batches:
+        host = batch.get("host") or "unknown"
+        kernels[host].add((batch.get("backend"), batch.get("kernel_release"), batch.get("clock")))
+        if batch.get("testbed"):
+            commits[host].add(batch["testbed"].get("commit", "unknown"))
+    return [{"host": host, "runs": counts.get(host, 0),
+             "kernels": [{"backend": b, "kernel_release": k, "clock": c}
+                         for b, k, c in sorted(kernels[host], key=str)],
+             "testbed_commits": sorted(commits[host])}
+            for host in sorted(set(counts) | set(kernels))]
+
+
+def meta(experiment: Experiment, ledger: Ledger,
+         runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     batches = []
     for path in sorted(ledger.work.glob("*.metadata.json")):
         try:
             batches.append(json.loads(path.read_text()))
         except json.JSONDecodeError:
             continue
+    if runs is None:
+        runs = run_rows(experiment, ledger)
     kernels = sorted({(b["backend"], b["kernel_release"]) for b in batches})
     first = batches[0] if batches else {}
     return {
@@ -123,6 +150,7 @@ def meta(experiment: Experiment, ledger: Ledger) -> dict[str, Any]:
         "testbed": testbed_commit(), "seed": experiment.seed,
         "link_checks": [c for b in batches for c in b.get("link_checks", [])],
         "topology_build_s": [b.get("topology_build_s") for b in batches],
+        "hosts": hosts(batches, runs),
     }
 
 
@@ -130,5 +158,6 @@ def write(experiment: Experiment, ledger: Ledger, states) -> Path:
     runs = run_rows(experiment, ledger)
     write_csv(ledger.root / "runs.csv", RUN_COLUMNS, runs)
     write_csv(ledger.root / "summary.csv", SUMMARY_COLUMNS, summary_rows(experiment, runs, states))
-    (ledger.root / "meta.json").write_text(json.dumps(meta(experiment, ledger), indent=2) + "\n")
+    (ledger.root / "meta.json").write_text(
+        json.dumps(meta(experiment, ledger, runs), indent=2) + "\n")
     return ledger.root
