@@ -175,12 +175,15 @@ class Harness:
 
         statuses: dict[str, str] = {}
 
-        def count() -> tuple[int, int]:
+        weights = {o["id"]: o["estimate_s"] for o in orders}
+
+        def count() -> tuple[int, int, float]:
             # polled every few seconds: read each record once, only for this round's runs
             for run_id in ids:
                 if run_id not in statuses and self.ledger.is_finished(run_id):
                     statuses[run_id] = self.ledger.record(run_id)["status"]
-            return len(statuses), sum(s != "ok" for s in statuses.values())
+            return (len(statuses), sum(s != "ok" for s in statuses.values()),
+                    sum(weights[run_id] for run_id in statuses) / sum(weights.values()))
 
         progress = Progress(f"{self.experiment.name} {label}", len(orders), estimate, count)
         progress.start()

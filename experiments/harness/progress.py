@@ -14,10 +14,12 @@ def _clock(seconds: float) -> str:
 
 
 class Progress(threading.Thread):
-    """Polls `count()` -> (done, failed) and prints a line every few seconds until stopped."""
+    """Polls `count()` -> (done, failed, share of the estimated work done) and prints a line
+    every few seconds until stopped. The ETA follows the share of work, not the count of runs:
+    the longest runs go first, so a count would promise far too late an end."""
 
     def __init__(self, label: str, total: int, estimate_s: float,
-                 count: Callable[[], tuple[int, int]], every_s: float = 5.0) -> None:
+                 count: Callable[[], tuple[int, int, float]], every_s: float = 5.0) -> None:
         super().__init__(daemon=True)
         self.label, self.total, self.estimate_s = label, total, estimate_s
         self.count, self.every_s = count, every_s
@@ -26,10 +28,10 @@ class Progress(threading.Thread):
         self.tty = sys.stderr.isatty()
 
     def line(self) -> str:
-        done, failed = self.count()
+        done, failed, share = self.count()
         elapsed = time.monotonic() - self.started_at
-        if done:
-            remaining = elapsed / done * (self.total - done)
+        if done and share > 0:
+            remaining = elapsed * (1 - share) / share
         else:
             remaining = max(self.estimate_s - elapsed, 0)
         return (f"{self.label}: {done}/{self.total} runs done, {failed} failed, "
