@@ -10,16 +10,26 @@ export SETUPTOOLS_USE_DISTUTILS := stdlib
 # The experiment `make experiment` runs: a name in experiments/ or a .toml file.
 EXP ?= demo
 WORKERS ?=
+# Where experiments write (default: results/ in the repository); the container image sets it to
+# its volume.
+RESULTS ?=
+# Options for docker/setup.sh: the container image may be built with --no-virtual-kernel.
+SETUP_FLAGS ?=
+# The container image `make image` builds, and the base it starts from (debian:bookworm from a
+# registry, or the local one `make image-base` bootstraps where no registry is reachable).
+IMAGE ?= localhost/testbed
+BASE_IMAGE ?= debian:bookworm
 
 .PHONY: all setup setup-test kernel build test test-core test-ftp test-virtual test-harness fidelity \
-        bench-virtual bench-harness bench-ftp experiment smoke tables report clean
+        bench-virtual bench-virtual-links bench-harness bench-ftp experiment smoke tables report clean \
+        image image-base fanout deploy-emulated
 
 all: build
 
 setup:
-	bash docker/setup.sh
+	bash docker/setup.sh $(SETUP_FLAGS)
 
-# setup, plus what only the tests use: Ansible and sshd, podman and debootstrap.
+# setup, plus what only the tests use: Ansible and sshd, podman, debootstrap and hadolint.
 setup-test:
 	bash docker/setup.sh --test-tools
 
@@ -51,13 +61,21 @@ test-virtual: kernel
 fidelity: setup
 	$(PYTHON) -m topology fidelity --kernel $(KERNEL)
 
-# Virtual time against real time on the E1 paths: prints a table, writes results/bench-virtual.json.
-bench-virtual: kernel
+# Virtual time against real time: the FTP programs on the E1 paths through the harness, side by
+# side (about 25 minutes); E1=1 adds one timed repetition of the full E1 matrix in virtual time.
+# Prints tables, writes results/bench-virtual.json.
+bench-virtual: kernel build
+	$(PYTHON) -m experiments.harness.virtual_bench $(if $(E1),--e1) $(if $(WORKERS),--workers $(WORKERS))
+
+# The links alone in both clocks (ping RTT, TCP and SCTP goodput, kernel-level transfers):
+# writes results/bench-virtual-links.json.
+bench-virtual-links: kernel
 	$(PYTHON) -m topology.fidelity.virtual_bench
 
-# The main job: run (or resume) an experiment; results in results/$(EXP)/.
+# The main job: run (or resume) an experiment; results in results/$(EXP)/ (or $(RESULTS)/$(EXP)/).
 experiment: setup build
-	$(PYTHON) -m experiments.harness run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS))
+	$(PYTHON) -m experiments.harness run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(RESULTS),--results $(RESULTS))
 
 smoke:
 	$(MAKE) experiment EXP=smoke
@@ -70,14 +88,43 @@ bench-ftp: setup build
 bench-harness: setup build
 	$(PYTHON) -m experiments.harness.bench
 
+# Fan an experiment's pending points out over the `workers` of an Ansible inventory, run them
+# there and merge every host's runs into results/$(EXP)/ (or $(RESULTS)/$(EXP)/); the same
+# command resumes. See playbooks/README.md, "Fan-out".
+FANOUT_INVENTORY = $(or $(INVENTORY),playbooks/inventories/workers.yml)
+fanout:
+	@test -f $(FANOUT_INVENTORY) || { echo "no inventory $(FANOUT_INVENTORY): copy playbooks/inventories/workers.example.yml there and list your workers, or give INVENTORY=FILE" >&2; exit 2; }
+	@command -v ansible-playbook >/dev/null || { echo "ansible-playbook is missing: run make setup-test (or apt-get install ansible-core)" >&2; exit 2; }
+	ansible-playbook -i $(FANOUT_INVENTORY) playbooks/fanout.yml -e experiment=$(EXP) -e fanout_kernel=$(KERNEL) \
+		$(if $(RESULTS),-e fanout_results=$(abspath $(RESULTS)))
+
+# Ansible over SSH into the emulated nodes (inside the pinned kernel): deploy the FTP programs and
+# a data set, shape the router, run one point (VARIANT=tcp|sctp-naive|sctp-ms|sctp-ms-cp) and
+# fetch its pcap and logs: results/ansible/emulated/ (or $(RESULTS)/ansible/emulated/). See
+# playbooks/README.md.
+deploy-emulated: setup-test
+	$(PYTHON) -m topology.deploy.emulated $(if $(VARIANT),--variant $(VARIANT)) \
+		$(if $(RESULTS),--out $(abspath $(RESULTS))/ansible/emulated)
+
 # Rebuild runs.csv, summary.csv and meta.json from the finished runs.
 tables:
-	$(PYTHON) -m experiments.harness tables $(EXP)
+	$(PYTHON) -m experiments.harness tables $(EXP) $(if $(RESULTS),--results $(RESULTS))
 
 # Figures (PNG, PDF), speed-up tables and a self-contained report.html from the result files
 # of an experiment: results/$(EXP)/report/. LOG=1 draws the time axes logarithmic.
 report:
-	$(PYTHON) -m analysis report $(EXP) $(if $(LOG),--log)
+	$(PYTHON) -m analysis report $(EXP) $(if $(LOG),--log) $(if $(RESULTS),--results $(RESULTS))
+
+# The container image (docker/Dockerfile, see docker/README.md) with the Docker engine, or
+# with podman where there is none. IMAGE_ARGS adds build options, e.g.
+# IMAGE_ARGS='--build-arg SETUP_FLAGS=--no-virtual-kernel'.
+image:
+	bash docker/build-image.sh $(IMAGE) $(BASE_IMAGE) $(IMAGE_ARGS)
+
+# A debian:bookworm base made locally (debootstrap from this machine's apt mirror), for machines
+# that reach no registry: `make image-base image BASE_IMAGE=localhost/bookworm-base`.
+image-base:
+	bash docker/base-image.sh localhost/bookworm-base
 
 clean:
 	rm -rf results/fidelity.json

