@@ -49,11 +49,17 @@ def apply_sysctls(node, values: dict[str, str]) -> None:
         raise RunFailure(f"{node.name}: cannot apply sysctls {settings}: {out.strip()}")
 
 
-def wait_listening(node, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+def wait_listening(server: subprocess.Popen, output: FsPath,
+                   timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    """ftpd prints `ready` once it listens on TCP and SCTP both. (A TCP listener alone is no
+    sign: the SCTP one opens after it, and a client that came between was refused.)"""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if f":{FTP_PORT}" in node.cmd(f"ss -Hltn 'sport = :{FTP_PORT}'"):
+        if output.exists() and "\nready\n" in "\n" + output.read_text(errors="replace"):
             return
+        if server.poll() is not None:
+            raise RunFailure(f"the FTP server exited ({server.returncode}): "
+                             f"{output.read_text(errors='replace')[-300:]}")
         time.sleep(0.05)
     raise RunFailure("the FTP server did not start listening")
 
@@ -121,17 +127,18 @@ def execute(path: Path, run: dict[str, Any]) -> dict[str, Any]:
         if missing:
             raise RunFailure(f"data set incomplete on the server side: {missing[:3]}")
         mark("links_and_sysctls")
-        server = path.server.popen(
-            [run["ftpd"], "--root", run["data"], "--tcp", f"{SERVER_IP}:{FTP_PORT}", "--sctp",
-             f"{SERVER_IP}:{FTP_PORT}", "--log", str(run_dir / "ftpd.log"),
-             # ftpd's own stall limits (60 s for data) are shorter than a lossy satellite
-             # path's backed-off retransmission timers: the run's limit governs instead
-             "--data-timeout", str(int(run["timeout_s"])),
-             "--idle-timeout", str(int(run["timeout_s"]))],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(run_dir / "ftpd.out", "wb") as server_output:
+            server = path.server.popen(
+                [run["ftpd"], "--root", run["data"], "--tcp", f"{SERVER_IP}:{FTP_PORT}",
+                 "--sctp", f"{SERVER_IP}:{FTP_PORT}", "--log", str(run_dir / "ftpd.log"),
+                 # ftpd's own stall limits (60 s for data) are shorter than a lossy satellite
+                 # path's backed-off retransmission timers: the run's limit governs instead
+                 "--data-timeout", str(int(run["timeout_s"])),
+                 "--idle-timeout", str(int(run["timeout_s"]))],
+                stdout=server_output, stderr=subprocess.STDOUT)
         # server and capture start side by side: each costs a few hundred ms in the kernel
         capture = start_capture(path.client, pcap_partial, run["snaplen"])
-        wait_listening(path.server)
+        wait_listening(server, run_dir / "ftpd.out")
         await_capture(capture)
         mark("server_and_capture_start")
         started = time.monotonic()
