@@ -4,6 +4,7 @@ run is analysed once however often the tables are rebuilt."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from .spec import Experiment
 ANALYSIS = "analysis.json"
 AGREEMENT_S = 0.001
 # Bumped whenever the reading of pcaps changes, so cached analyses are redone.
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 
 
 def client_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -47,7 +48,9 @@ def pcap_interval(channel: pcap.ControlChannel, metric: str) -> float | None:
         start = channel.first_reply(150)
     else:
         start = channel.first_command(pcap.DATA_SETUP_COMMANDS)
-    return None if start is None or end is None else end - start
+    if start is None or end is None or not math.isfinite(end - start):
+        return None  # a reply never whole in the capture: no measurement, never a number
+    return end - start
 
 
 def capture_of(run_dir: Path, record: dict[str, Any]) -> Path | None:

@@ -63,9 +63,20 @@ def control_channel(pcap: Path, transport: str) -> ControlChannel:
     return _sctp_control(pcap)
 
 
+def _session_stream(pcap: Path) -> str | None:
+    """The tshark stream number of the session's control connection: the first one the client
+    opens to the FTP port. On a lossy path the previous session's connections can still be
+    closing (FIN retransmissions) when the next capture starts; they are not this session."""
+    rows = tshark(pcap, ["tcp.stream"],
+                  f"tcp.dstport == {FTP_PORT} && tcp.flags.syn == 1 && tcp.flags.ack == 0")
+    return rows[0][0] if rows else None
+
+
 def _tcp_control(pcap: Path) -> ControlChannel:
+    stream = _session_stream(pcap)
+    only = f" && tcp.stream == {stream}" if stream is not None else ""
     rows = tshark(pcap, ["frame.time_epoch", "tcp.srcport", "tcp.seq_raw", "tcp.payload"],
-                  f"tcp.port == {FTP_PORT} && tcp.len > 0")
+                  f"tcp.port == {FTP_PORT} && tcp.len > 0{only}")
     server = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
               if int(port) == FTP_PORT]
     client = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
@@ -101,10 +112,20 @@ def _in_order_lines(segments: list[tuple[float, int, bytes]], received: bool
     return lines
 
 
+def _session_sctp_port(pcap: Path) -> str | None:
+    """The client's port of the session's control association: the first INIT to the FTP port
+    (a previous session's association may still be shutting down when the capture starts)."""
+    rows = tshark(pcap, ["sctp.srcport"], f"sctp.dstport == {FTP_PORT} && sctp.chunk_type == 1",
+                  *SCTP_OPTIONS)
+    return rows[0][0] if rows else None
+
+
 def _sctp_control(pcap: Path) -> ControlChannel:
     first_copy: dict[tuple[bool, int], tuple[float, bytes]] = {}
+    port = _session_sctp_port(pcap)
+    only = f" && sctp.port == {port}" if port is not None else ""
     for time_s, src_port, chunks in _sctp_data_chunks(pcap, f"sctp.port == {FTP_PORT} && "
-                                                           "sctp.data_sid == 0"):
+                                                           f"sctp.data_sid == 0{only}"):
         from_server = src_port == FTP_PORT
         for sid, ssn, payload in chunks:
             key = (from_server, ssn)
