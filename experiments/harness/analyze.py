@@ -6,18 +6,28 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from topology.net.path import CLIENT_IP
 
 from . import pcap
+from .ledger import Ledger
 from .spec import Experiment
 
 ANALYSIS = "analysis.json"
 AGREEMENT_S = 0.001
 # Bumped whenever the reading of pcaps changes, so cached analyses are redone.
 ANALYSIS_VERSION = 4
+WORKERS_ENV = "TESTBED_ANALYSIS_WORKERS"
+PROGRESS_ABOVE = 20  # pending runs; fewer take seconds, and a line each time would be noise
+
+
+class AnalysisError(RuntimeError):
+    """A setting of the analysis is wrong (not a run that failed to analyse)."""
 
 
 def client_events(run_dir: Path) -> list[dict[str, Any]]:
@@ -94,15 +104,127 @@ def analyse(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> di
     return row
 
 
-def analysed(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
+def current(run_dir: Path) -> dict[str, Any] | None:
+    """The run's cached analysis, or None when it must be redone: missing, older than the
+    record (the run was redone or merged over) or of another ANALYSIS_VERSION."""
     cached = run_dir / ANALYSIS
     if cached.exists() and cached.stat().st_mtime >= (run_dir / "result.json").stat().st_mtime:
         row = json.loads(cached.read_text())
         if row.get("analysis_version") == ANALYSIS_VERSION:
             return row
+    return None
+
+
+def analysed(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
+    row = current(run_dir)
+    return row if row is not None else analyse_into_cache(experiment, run_dir, record)
+
+
+def analyse_into_cache(experiment: Experiment, run_dir: Path,
+                       record: dict[str, Any]) -> dict[str, Any]:
     row = analyse(experiment, run_dir, record)
     row["analysis_version"] = ANALYSIS_VERSION
-    partial = cached.with_suffix(".tmp")
+    # atomic: an interrupted write leaves the old cache or none, never half a file
+    partial = (run_dir / ANALYSIS).with_suffix(".tmp")
     partial.write_text(json.dumps(row, indent=1))
-    os.replace(partial, cached)
+    os.replace(partial, run_dir / ANALYSIS)
     return row
+
+
+def analysis_workers(workers: int | None = None) -> int:
+    """Processes for the analyses: `workers`, else $TESTBED_ANALYSIS_WORKERS, else one per
+    core (tshark is single-threaded, so each run keeps one core busy)."""
+    if workers is not None:
+        return max(1, workers)
+    text = os.environ.get(WORKERS_ENV, "").strip()
+    if not text:
+        return os.cpu_count() or 1
+    if not text.isdigit() or int(text) < 1:
+        raise AnalysisError(f"{WORKERS_ENV}={text!r}: expected a whole number of analysis "
+                            "processes, 1 or more (unset: one per core)")
+    return int(text)
+
+
+def analyse_pending(experiment: Experiment, ledger: Ledger, workers: int | None = None,
+                    records: dict[str, dict[str, Any]] | None = None) -> int:
+    """Analyses every finished run (of `records`, by default all of the ledger's) whose cached
+    analysis is missing or stale, in parallel, so the loops over runs only read caches.
+    Returns how many runs were analysed. With everything cached no process is started."""
+    if records is None:
+        records = ledger.finished()
+    pending = [(run_id, record) for run_id, record in records.items()
+               if current(ledger.run_dir(run_id)) is None]
+    if not pending:
+        return 0
+    workers = min(analysis_workers(workers), len(pending))
+    tally = _Tally(len(pending), workers) if len(pending) > PROGRESS_ABOVE else None
+    if workers == 1:
+        for done, (run_id, record) in enumerate(pending, 1):
+            _analyse_run(experiment, ledger, run_id, record)
+            if tally:
+                tally.step(done)
+    else:
+        # largest pcaps first, so the processes finish together, not one on a big last run
+        pending.sort(key=lambda item: -_pcap_size(ledger, *item))
+        _in_pool(experiment, ledger, pending, workers, tally)
+    return len(pending)
+
+
+def _pcap_size(ledger: Ledger, run_id: str, record: dict[str, Any]) -> int:
+    capture = capture_of(ledger.run_dir(run_id), record)
+    return capture.stat().st_size if capture is not None and capture.exists() else 0
+
+
+def _analyse_run(experiment: Experiment, ledger: Ledger, run_id: str,
+                 record: dict[str, Any]) -> None:
+    try:
+        analyse_into_cache(experiment, ledger.run_dir(run_id), record)
+    except Exception as error:
+        raise RuntimeError(f"analysing run {run_id} failed: {error!r}") from error
+
+
+def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, dict[str, Any]]],
+             workers: int, tally: _Tally | None) -> None:
+    """A failure in one run is raised once all the others are written, so that a rerun has
+    only the failed ones left to redo."""
+    failures: list[tuple[str, BaseException]] = []
+    pool = ProcessPoolExecutor(workers)
+    try:
+        futures: dict[Future, str] = {
+            pool.submit(analyse_into_cache, experiment, ledger.run_dir(run_id), record): run_id
+            for run_id, record in pending}
+        for done, future in enumerate(as_completed(futures), 1):
+            error = future.exception()
+            if error is not None:
+                failures.append((futures[future], error))
+            if tally:
+                tally.step(done)
+    except BaseException:
+        # an interrupt: the queued runs are dropped rather than waited for
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    if failures:
+        run_id, error = failures[0]
+        others = ""
+        if len(failures) > 1:
+            others = f" (and {len(failures) - 1} more: {', '.join(r for r, _ in failures[1:6])})"
+        raise RuntimeError(f"analysing run {run_id} failed: {error!r}{others}") from error
+
+
+class _Tally:
+    """A line to stderr at each tenth of the runs analysed: a large experiment's pcaps take
+    minutes, which would otherwise look like a hang before the first round or the tables."""
+
+    def __init__(self, total: int, workers: int) -> None:
+        self.total, self.next_tenth = total, 1
+        self.started = time.monotonic()
+        print(f"analysing the pcaps of {total} runs, {workers} at a time", file=sys.stderr,
+              flush=True)
+
+    def step(self, done: int) -> None:
+        if done * 10 >= self.next_tenth * self.total:
+            self.next_tenth = done * 10 // self.total + 1
+            print(f"analysed {done}/{self.total} runs, elapsed "
+                  f"{time.monotonic() - self.started:.0f} s", file=sys.stderr, flush=True)

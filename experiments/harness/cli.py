@@ -20,6 +20,7 @@ from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError
 
 from . import fanout, merge, spec
+from .analyze import AnalysisError
 from .coordinator import Harness, HarnessError
 from .ledger import RESULTS_ROOT, Ledger
 
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}")
         return 0
     except (spec.SpecError, ParameterError, HarnessError, BackendError,
-            merge.MergeError) as error:
+            merge.MergeError, AnalysisError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -19,7 +19,7 @@ from topology.kernel.uml import stop_all
 from topology.kernel.base import REPO_ROOT
 
 from . import dataset, stats, tables
-from .analyze import analysed
+from .analyze import analyse_pending, analysed
 from .ledger import Ledger, LedgerBusy
 from .plan import Point, estimated_seconds, points
 from .profiles import sysctls_for
@@ -119,7 +119,12 @@ class Harness:
     # -- planning ---------------------------------------------------------------------------
     def states(self) -> dict[str, PointState]:
         states = {key: PointState(point, [], [], 0) for key, point in self.points.items()}
-        for run_id, record in self.ledger.finished().items():
+        records = self.ledger.finished()
+        # the new runs' pcaps read in parallel first, so the loop below only reads caches
+        analyse_pending(self.experiment, self.ledger, records={
+            run_id: record for run_id, record in records.items()
+            if record.get("point", "") in states})
+        for run_id, record in records.items():
             state = states.get(record.get("point", ""))
             if state is None:
                 continue  # a run of a point no longer in the experiment file

@@ -14,7 +14,7 @@ from typing import Any
 from topology.kernel.base import REPO_ROOT
 
 from . import stats
-from .analyze import analysed
+from .analyze import analyse_pending, analysed
 from .ledger import Ledger
 from .profiles import COMMON_SYSCTLS, SCTP_KNOBS, TCP_PROFILES
 from .spec import Experiment
@@ -31,7 +31,9 @@ SUMMARY_COLUMNS = ["path", "loss", "file_size", "files", "variant", "profile", "
 
 def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
     rows = []
-    for run_id, record in sorted(ledger.finished().items()):
+    records = ledger.finished()
+    analyse_pending(experiment, ledger, records=records)  # in parallel; the loop reads caches
+    for run_id, record in sorted(records.items()):
         analysis = analysed(experiment, ledger.run_dir(run_id), record)
         shape = record.get("shape", {})
         row = {"run_id": run_id, **record.get("params", {}), "rep": record["rep"],
