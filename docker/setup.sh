@@ -25,7 +25,7 @@ packages=(
   # pinned kernel and its tools
   user-mode-linux kmod procps psmisc util-linux
   # the time-travel build of the pinned kernel (KERNEL=uml-virtual): its source and tools
-  linux-source-6.1 flex bison bc xz-utils
+  linux-source-6.1 flex bison bc xz-utils patch
   # topologies and shaping
   mininet iproute2 ethtool iputils-ping
   # measurement and capture

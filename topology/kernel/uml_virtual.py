@@ -1,17 +1,24 @@
 """`uml-virtual`: the pinned kernel in virtual time. The same User-Mode Linux 6.1 as `uml`, built
 from Debian's linux-source-6.1 with time-travel support and everything built in
-(timetravel/build.sh, `make kernel`), booted with `time-travel=inf-cpu`: the kernel's clock
-jumps over the time when every program waits, so timers (netem delays, htb pacing, TCP and SCTP
-timers) fire in order and nobody waits for them. A 256 kbit/s satellite path runs tens of times
-faster than real time.
+(timetravel/build.sh, `make kernel`): the kernel's clock jumps over the time when every program
+waits, so timers (netem delays, htb pacing, TCP and SCTP timers) fire in order and nobody waits
+for them. A 256 kbit/s satellite path runs tens of times faster than real time.
 
-The price: in inf-cpu mode computing costs no virtual time, so a program that busy-waits (spins
-on the CPU, or polls without blocking) never lets the clock advance and the job hangs. Programs
-must block in the kernel (blocking sockets, poll/select with timeouts, sleep) and cap transfers
-by bytes, not duration. A wall-time watchdog ends such a job with a message naming the cause:
-it stops a job whose clock has not advanced for TESTBED_VIRTUAL_STALL_S seconds of wall time
-(default 300), and any job past its wall-time limit (timeout_s, else TESTBED_VIRTUAL_TIMEOUT_S,
-default 2 hours)."""
+Two clocks, chosen with TESTBED_TIME_TRAVEL:
+- `wall-cpu` (default; a mode of the project's kernel patch): idle time is skipped, but the wall
+  time the kernel spends computing, and a real host wake-up per idle period, are charged to its
+  clock, as they are in real time. Transfer times match the real-time kernel's (make
+  bench-virtual); like real time, they vary a little from run to run.
+- `inf-cpu` (User-Mode Linux's own): computing costs no virtual time. Runs are deterministic,
+  and shorter than in real time by the kernel's processing and wake-up costs.
+
+In both modes a program that busy-waits (spins on the CPU, or polls without blocking) can keep
+the clock from advancing, and the job hangs: the clock moves when the kernel runs its timers,
+which it does when every program waits. Programs must block in the kernel (blocking sockets, poll/select with timeouts, sleep) and cap
+transfers by bytes, not duration. A wall-time watchdog ends a stuck job with a message naming
+the cause: it stops a job whose clock has not advanced for TESTBED_VIRTUAL_STALL_S seconds of
+wall time (default 300), and any job past its wall-time limit (timeout_s, else
+TESTBED_VIRTUAL_TIMEOUT_S, default 2 hours)."""
 from __future__ import annotations
 
 import os
@@ -24,20 +31,37 @@ from .uml import UmlBackend, _read_float, _read_text
 
 BUILD_SCRIPT = Path(__file__).with_name("timetravel") / "build.sh"
 HEARTBEAT_SCRIPT = Path(__file__).with_name("uml_heartbeat.sh")
-# inf-cpu: computing costs no virtual time. (Plain `time-travel`, where it does, ran a sleep of
-# 100 s in 272 s of wall time here: slower than real time.)
-TIME_TRAVEL = "inf-cpu"
+# (Plain `time-travel`, User-Mode Linux's mode meant to charge computing, ran a sleep of 100 s in
+# 272 s of wall time here: slower than real time.)
+TIME_TRAVEL_MODES = ("wall-cpu", "inf-cpu")
+DEFAULT_TIME_TRAVEL = "wall-cpu"
 DEFAULT_TIMEOUT_S = 2 * 3600.0
 DEFAULT_STALL_S = 300.0
 POLL_S = 0.25
 DIAGNOSIS_WAIT_S = 5.0
 
 BUSY_WAIT_ADVICE = (
-    "In virtual time (time-travel={mode}) the kernel's clock only advances while every program "
-    "waits in the kernel, so a program that busy-waits (spins on the CPU, or polls without "
+    "In virtual time (time-travel={mode}) the kernel's clock advances when every program waits "
+    "in the kernel{charged}, so a program that busy-waits (spins on the CPU, or polls without "
     "blocking, as iperf3 does while it waits on its control connection) freezes it. Use "
     "programs that block (blocking sockets, poll/select with a timeout, sleep) and cap "
     "transfers by bytes, not by duration; or run the job with KERNEL=uml (real time).")
+CHARGED = {"wall-cpu": " and charges computing time when the kernel next reads it", "inf-cpu": ""}
+
+
+def busy_wait_advice(mode: str) -> str:
+    return BUSY_WAIT_ADVICE.format(mode=mode, charged=CHARGED[mode])
+
+
+def time_travel_mode(requested: str | None = None) -> str:
+    """The clock a virtual-time kernel boots with: `requested`, else $TESTBED_TIME_TRAVEL, else
+    wall-cpu."""
+    mode = requested or os.environ.get("TESTBED_TIME_TRAVEL") or DEFAULT_TIME_TRAVEL
+    if mode not in TIME_TRAVEL_MODES:
+        raise BackendError(f"unknown time-travel mode {mode!r} (TESTBED_TIME_TRAVEL): use "
+                           "wall-cpu (computing costs real time; matches real-time results) or "
+                           "inf-cpu (computing is free; deterministic)")
+    return mode
 
 
 def virtual_kernel() -> Path:
@@ -77,9 +101,11 @@ class VirtualUmlBackend(UmlBackend):
     """Runs jobs inside the time-travel kernel, in virtual time."""
 
     name = "uml-virtual"
-    clock = clock_label(TIME_TRAVEL)
 
-    def __init__(self, *args, stall_s: float | None = None, **kwargs) -> None:
+    def __init__(self, *args, stall_s: float | None = None, time_travel: str | None = None,
+                 **kwargs) -> None:
+        self.time_travel = time_travel_mode(time_travel)
+        self.clock = clock_label(self.time_travel)
         self.binary = str(virtual_kernel())
         self.default_timeout_s = _env_seconds("TESTBED_VIRTUAL_TIMEOUT_S", DEFAULT_TIMEOUT_S)
         self.stall_s = stall_s or _env_seconds("TESTBED_VIRTUAL_STALL_S", DEFAULT_STALL_S)
@@ -92,7 +118,7 @@ class VirtualUmlBackend(UmlBackend):
 
     def boot_args(self, instance: str, scratch: Path) -> list[str]:
         return super().boot_args(instance, scratch) + [
-            f"time-travel={TIME_TRAVEL}",
+            f"time-travel={self.time_travel}",
             "TESTBED_MODULES=none",                  # everything is built in
             f"TESTBED_HEARTBEAT={HEARTBEAT_SCRIPT}",
             "TESTBED_SETTLE_S=1",                    # costs no wall time
@@ -125,7 +151,7 @@ class VirtualUmlBackend(UmlBackend):
         where = "before it started" if clock_s is None else f"at {clock_s:.1f} s of uptime"
         return (f"the job inside the virtual-time kernel hung: its clock stopped {where} and "
                 f"did not advance for {for_s:.0f} s of wall time, so it was stopped. Likely "
-                "cause: a program that busy-waits. " + BUSY_WAIT_ADVICE.format(mode=TIME_TRAVEL)
+                "cause: a program that busy-waits. " + busy_wait_advice(self.time_travel)
                 + self._diagnosis(scratch) + " (A job that computes that long without waiting "
                 "may raise TESTBED_VIRTUAL_STALL_S.) Scratch kept at " + str(scratch))
 
@@ -134,7 +160,7 @@ class VirtualUmlBackend(UmlBackend):
         return (f"the job inside the virtual-time kernel ran past its {timeout_s:.0f} s "
                 f"wall-time limit and was stopped; its clock {reached} in that time. If that is "
                 "less than the job should take, the likely cause is a program that busy-waits. "
-                + BUSY_WAIT_ADVICE.format(mode=TIME_TRAVEL) + self._diagnosis(scratch)
+                + busy_wait_advice(self.time_travel) + self._diagnosis(scratch)
                 + f" (Limit: timeout_s, --timeout or TESTBED_VIRTUAL_TIMEOUT_S.) Scratch kept "
                 f"at {scratch}")
 

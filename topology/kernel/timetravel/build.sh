@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the time-travel User-Mode Linux kernel of the `uml-virtual` backend from Debian's
-# linux-source-6.1 with the configuration kept beside this script (uml-timetravel.config), and
-# caches the binary by a hash of that configuration, the source package's version and this
-# recipe's version: a second run with the same inputs builds nothing.
+# linux-source-6.1 with the configuration kept beside this script (uml-timetravel.config) and the
+# patches in patches/ (applied in name order), and caches the binary by a hash of that
+# configuration, the patches, the source package's version and this recipe's version: a second
+# run with the same inputs builds nothing.
 #
 #   build.sh                 build if needed; print the binary's path
 #   build.sh --print-path    print where the binary for the current inputs lives; exit 1 if absent
@@ -17,12 +18,13 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 config_file="$here/uml-timetravel.config"
 options_file="$here/uml-timetravel.options"
+patches_dir="$here/patches"
 source_package=linux-source-6.1
 tarball=/usr/src/linux-source-6.1.tar.xz
 cache=${TESTBED_KERNEL_CACHE:-/var/cache/testbed}
 jobs=${TESTBED_KERNEL_JOBS:-$(nproc)}
 # Bump when the way the binary is made changes (not the configuration: that is hashed itself).
-recipe=1
+recipe=2
 
 log() { printf 'kernel: %s\n' "$*" >&2; }
 die() { printf 'kernel: BUILD FAILED: %s\n' "$*" >&2; exit 1; }
@@ -35,8 +37,21 @@ source_version() {
   printf '%s\n' "$version"
 }
 
+patches() {
+  find "$patches_dir" -maxdepth 1 -name '*.patch' 2>/dev/null | LC_ALL=C sort
+}
+
+patches_hash() {
+  local patch
+  for patch in $(patches); do
+    printf '%s\n' "$(basename "$patch")"
+    cat "$patch"
+  done | sha256sum | cut -c1-16
+}
+
 cache_key() {
-  { printf 'recipe %s\nsource %s %s\n' "$recipe" "$source_package" "$(source_version)"
+  { printf 'recipe %s\nsource %s %s\npatches %s\n' "$recipe" "$source_package" \
+      "$(source_version)" "$(patches_hash)"
     cat "$config_file"; } | sha256sum | cut -c1-16
 }
 
@@ -49,6 +64,33 @@ unpacked_source() {
     mkdir -p "$dir.tmp"
     tar -C "$dir.tmp" -xf "$tarball" --strip-components=1 || die "cannot unpack $tarball"
     touch "$dir.tmp/.unpacked"
+    mv "$dir.tmp" "$dir"
+  fi
+  printf '%s\n' "$dir"
+}
+
+# The unpacked source with the patches applied: a tree of hard links to the pristine one, in
+# which every file a patch touches is first replaced by a copy, so the pristine tree stays so.
+patched_source() {
+  local version=$1 pristine dir patch file
+  pristine=$(unpacked_source "$version")
+  [ -n "$(patches)" ] || { printf '%s\n' "$pristine"; return; }
+  dir="$cache/src/$source_package-$version-patched-$(patches_hash)"
+  if [ ! -f "$dir/.patched" ]; then
+    log "applying $(patches | wc -l) patch(es) from $patches_dir"
+    rm -rf "$dir" "$dir.tmp"
+    cp -al "$pristine" "$dir.tmp" || die "cannot link $pristine to $dir.tmp"
+    rm -f "$dir.tmp/.unpacked"
+    for patch in $(patches); do
+      for file in $(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$patch"); do
+        [ -f "$dir.tmp/$file" ] || continue
+        cp "$dir.tmp/$file" "$dir.tmp/$file.copy" && mv "$dir.tmp/$file.copy" "$dir.tmp/$file" \
+          || die "cannot copy $file"
+      done
+      patch -d "$dir.tmp" -p1 -s --forward --no-backup-if-mismatch < "$patch" \
+        || die "$(basename "$patch") does not apply to $source_package $version"
+    done
+    touch "$dir.tmp/.patched"
     mv "$dir.tmp" "$dir"
   fi
   printf '%s\n' "$dir"
@@ -108,10 +150,10 @@ build() {
     printf '%s\n' "$dest/linux.uml"
     return
   fi
-  for tool in gcc make flex bison bc xz; do
+  for tool in gcc make flex bison bc xz patch; do
     command -v "$tool" >/dev/null || die "'$tool' is missing: run 'make setup'"
   done
-  src=$(unpacked_source "$version")
+  src=$(patched_source "$version")
   out="$cache/build/$key"
   logf="$cache/build/$key.log"
   mkdir -p "$out"
@@ -139,6 +181,9 @@ build() {
   "$dest.tmp/linux.uml" --version > "$dest.tmp/release" 2>&1 || true
   cp "$out/.config" "$dest.tmp/config"
   printf '%s %s\n' "$source_package" "$version" > "$dest.tmp/source"
+  for patch in $(patches); do
+    printf 'patch %s %s\n' "$(basename "$patch")" "$(sha256sum < "$patch" | cut -c1-16)"
+  done >> "$dest.tmp/source"
   gcc --version | head -n 1 > "$dest.tmp/compiler"
   xz -c "$logf" > "$dest.tmp/build.log.xz"
   mv "$dest.tmp" "$dest"
