@@ -61,11 +61,13 @@ test-virtual: kernel
 fidelity: setup
 	$(PYTHON) -m topology fidelity --kernel $(KERNEL)
 
-# Virtual time against real time: the FTP programs on the E1 paths through the harness, side by
-# side (about 25 minutes); E1=1 adds one timed repetition of the full E1 matrix in virtual time.
+# Virtual time against real time: the FTP programs on the E1 paths through the harness, in real
+# time, wall-cpu and inf-cpu virtual time, in alternating batches (BATCHES, default 3; about 30
+# minutes); E1=1 adds one timed repetition of the full E1 matrix in virtual time.
 # Prints tables, writes results/bench-virtual.json.
 bench-virtual: kernel build
-	$(PYTHON) -m experiments.harness.virtual_bench $(if $(E1),--e1) $(if $(WORKERS),--workers $(WORKERS))
+	$(PYTHON) -m experiments.harness.virtual_bench $(if $(E1),--e1) $(if $(WORKERS),--workers $(WORKERS)) \
+		$(if $(BATCHES),--batches $(BATCHES))
 
 # The links alone in both clocks (ping RTT, TCP and SCTP goodput, kernel-level transfers):
 # writes results/bench-virtual-links.json.
