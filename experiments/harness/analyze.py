@@ -115,11 +115,6 @@ def current(run_dir: Path) -> dict[str, Any] | None:
     return None
 
 
-def analysed(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
-    row = current(run_dir)
-    return row if row is not None else analyse_into_cache(experiment, run_dir, record)
-
-
 def analyse_into_cache(experiment: Experiment, run_dir: Path,
                        record: dict[str, Any]) -> dict[str, Any]:
     row = analyse(experiment, run_dir, record)
@@ -145,29 +140,46 @@ def analysis_workers(workers: int | None = None) -> int:
     return int(text)
 
 
+def analyses(experiment: Experiment, ledger: Ledger, records: dict[str, dict[str, Any]],
+             workers: int | None = None) -> dict[str, dict[str, Any]]:
+    """Every run's analysis row by run id: each cache read once, the missing or stale ones
+    analysed in parallel first."""
+    return _complete(experiment, ledger, records, workers)[0]
+
+
 def analyse_pending(experiment: Experiment, ledger: Ledger, workers: int | None = None,
                     records: dict[str, dict[str, Any]] | None = None) -> int:
     """Analyses every finished run (of `records`, by default all of the ledger's) whose cached
-    analysis is missing or stale, in parallel, so the loops over runs only read caches.
-    Returns how many runs were analysed. With everything cached no process is started."""
-    if records is None:
-        records = ledger.finished()
-    pending = [(run_id, record) for run_id, record in records.items()
-               if current(ledger.run_dir(run_id)) is None]
+    analysis is missing or stale, in parallel. Returns how many runs were analysed. With
+    everything cached no process is started."""
+    return _complete(experiment, ledger, ledger.finished() if records is None else records,
+                     workers)[1]
+
+
+def _complete(experiment: Experiment, ledger: Ledger, records: dict[str, dict[str, Any]],
+              workers: int | None) -> tuple[dict[str, dict[str, Any]], int]:
+    rows: dict[str, dict[str, Any]] = {}
+    pending = []
+    for run_id, record in records.items():
+        row = current(ledger.run_dir(run_id))
+        if row is None:
+            pending.append((run_id, record))
+        else:
+            rows[run_id] = row
     if not pending:
-        return 0
+        return rows, 0
     workers = min(analysis_workers(workers), len(pending))
     tally = _Tally(len(pending), workers) if len(pending) > PROGRESS_ABOVE else None
     if workers == 1:
         for done, (run_id, record) in enumerate(pending, 1):
-            _analyse_run(experiment, ledger, run_id, record)
+            rows[run_id] = _analyse_run(experiment, ledger, run_id, record)
             if tally:
                 tally.step(done)
     else:
         # largest pcaps first, so the processes finish together, not one on a big last run
         pending.sort(key=lambda item: -_pcap_size(ledger, *item))
-        _in_pool(experiment, ledger, pending, workers, tally)
-    return len(pending)
+        rows.update(_in_pool(experiment, ledger, pending, workers, tally))
+    return rows, len(pending)
 
 
 def _pcap_size(ledger: Ledger, run_id: str, record: dict[str, Any]) -> int:
@@ -176,17 +188,18 @@ def _pcap_size(ledger: Ledger, run_id: str, record: dict[str, Any]) -> int:
 
 
 def _analyse_run(experiment: Experiment, ledger: Ledger, run_id: str,
-                 record: dict[str, Any]) -> None:
+                 record: dict[str, Any]) -> dict[str, Any]:
     try:
-        analyse_into_cache(experiment, ledger.run_dir(run_id), record)
+        return analyse_into_cache(experiment, ledger.run_dir(run_id), record)
     except Exception as error:
         raise RuntimeError(f"analysing run {run_id} failed: {error!r}") from error
 
 
 def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, dict[str, Any]]],
-             workers: int, tally: _Tally | None) -> None:
+             workers: int, tally: _Tally | None) -> dict[str, dict[str, Any]]:
     """A failure in one run is raised once all the others are written, so that a rerun has
     only the failed ones left to redo."""
+    rows: dict[str, dict[str, Any]] = {}
     failures: list[tuple[str, BaseException]] = []
     pool = ProcessPoolExecutor(workers)
     try:
@@ -197,6 +210,8 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
             error = future.exception()
             if error is not None:
                 failures.append((futures[future], error))
+            else:
+                rows[futures[future]] = future.result()
             if tally:
                 tally.step(done)
     except BaseException:
@@ -211,6 +226,7 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
         if len(failures) > 1:
             others = f" (and {len(failures) - 1} more: {', '.join(r for r, _ in failures[1:6])})"
         raise RuntimeError(f"analysing run {run_id} failed: {error!r}{others}") from error
+    return rows
 
 
 class _Tally:

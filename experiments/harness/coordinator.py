@@ -19,7 +19,7 @@ from topology.kernel.uml import stop_all
 from topology.kernel.base import REPO_ROOT
 
 from . import dataset, stats, tables
-from .analyze import analyse_pending, analysed
+from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
 from .plan import Point, estimated_seconds, points
 from .profiles import sysctls_for
@@ -119,17 +119,14 @@ class Harness:
     # -- planning ---------------------------------------------------------------------------
     def states(self) -> dict[str, PointState]:
         states = {key: PointState(point, [], [], 0) for key, point in self.points.items()}
-        records = self.ledger.finished()
-        # the new runs' pcaps read in parallel first, so the loop below only reads caches
-        analyse_pending(self.experiment, self.ledger, records={
-            run_id: record for run_id, record in records.items()
-            if record.get("point", "") in states})
+        # runs of points no longer in the experiment file (or of another share) are left out
+        records = {run_id: record for run_id, record in self.ledger.finished().items()
+                   if record.get("point", "") in states}
+        rows = analyses(self.experiment, self.ledger, records)  # new pcaps read in parallel
         for run_id, record in records.items():
-            state = states.get(record.get("point", ""))
-            if state is None:
-                continue  # a run of a point no longer in the experiment file
+            state = states[record["point"]]
             state.reps.append(record["rep"])
-            row = analysed(self.experiment, self.ledger.run_dir(run_id), record)
+            row = rows[run_id]
             if record["status"] == "ok" and row["transfer_time_s"] is not None:
                 state.samples.append(row["transfer_time_s"])
             else:

@@ -14,7 +14,7 @@ from typing import Any
 from topology.kernel.base import REPO_ROOT
 
 from . import stats
-from .analyze import analyse_pending, analysed
+from .analyze import analyses
 from .ledger import Ledger
 from .profiles import COMMON_SYSCTLS, SCTP_KNOBS, TCP_PROFILES
 from .spec import Experiment
@@ -32,9 +32,9 @@ SUMMARY_COLUMNS = ["path", "loss", "file_size", "files", "variant", "profile", "
 def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
     rows = []
     records = ledger.finished()
-    analyse_pending(experiment, ledger, records=records)  # in parallel; the loop reads caches
+    analysis_rows = analyses(experiment, ledger, records)  # new pcaps read in parallel
     for run_id, record in sorted(records.items()):
-        analysis = analysed(experiment, ledger.run_dir(run_id), record)
+        analysis = analysis_rows[run_id]
         shape = record.get("shape", {})
         row = {"run_id": run_id, **record.get("params", {}), "rep": record["rep"],
                "status": record["status"], "rate_bps": shape.get("rate_bps"),

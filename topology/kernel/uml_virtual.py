@@ -7,15 +7,15 @@ for them. A 256 kbit/s satellite path runs tens of times faster than real time.
 Two clocks, chosen with TESTBED_TIME_TRAVEL:
 - `wall-cpu` (default; a mode of the project's kernel patch): idle time is skipped, but the wall
   time the kernel spends computing, and a real host wake-up per idle period, are charged to its
-  clock, as they are in real time. Transfer times match the real-time kernel's (make
+  clock, as they are in real time. Transfer times come close to the real-time kernel's (make
   bench-virtual); like real time, they vary a little from run to run.
 - `inf-cpu` (User-Mode Linux's own): computing costs no virtual time. Runs are deterministic,
   and shorter than in real time by the kernel's processing and wake-up costs.
 
 In both modes a program that busy-waits (spins on the CPU, or polls without blocking) can keep
 the clock from advancing, and the job hangs: the clock moves when the kernel runs its timers,
-which it does when every program waits. Programs must block in the kernel (blocking sockets, poll/select with timeouts, sleep) and cap
-transfers by bytes, not duration. A wall-time watchdog ends a stuck job with a message naming
+which it does when every program waits. Programs must block in the kernel (blocking sockets,
+poll/select with timeouts, sleep) and cap transfers by bytes, not duration. A wall-time watchdog ends a stuck job with a message naming
 the cause: it stops a job whose clock has not advanced for TESTBED_VIRTUAL_STALL_S seconds of
 wall time (default 300), and any job past its wall-time limit (timeout_s, else
 TESTBED_VIRTUAL_TIMEOUT_S, default 2 hours)."""
@@ -59,7 +59,7 @@ def time_travel_mode(requested: str | None = None) -> str:
     mode = requested or os.environ.get("TESTBED_TIME_TRAVEL") or DEFAULT_TIME_TRAVEL
     if mode not in TIME_TRAVEL_MODES:
         raise BackendError(f"unknown time-travel mode {mode!r} (TESTBED_TIME_TRAVEL): use "
-                           "wall-cpu (computing costs real time; matches real-time results) or "
+                           "wall-cpu (computing costs real time, as in real-time runs) or "
                            "inf-cpu (computing is free; deterministic)")
     return mode
 
