@@ -3,7 +3,8 @@
   python3 -m topology run [--kernel K] -- CMD ...      run CMD inside the kernel
   python3 -m topology info [--kernel K]                kernel, backend and sysctls as JSON
   python3 -m topology net path|dumbbell|dualpath [link options] [--on NODE] [-- CMD ...]
-  python3 -m topology fidelity [--kernel K] [--quick] [--out FILE]"""
+  python3 -m topology fidelity [--kernel K] [--quick] [--out FILE]
+  python3 -m topology wake-latency [--recalibrate]     the wall-cpu clock's wake-up costs"""
 from __future__ import annotations
 
 import argparse
@@ -49,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     _kernel_option(fidelity)
     fidelity.add_argument("--quick", action="store_true", help="shorter probes (for tests)")
     fidelity.add_argument("--out", type=Path, default=None, help="JSON output file")
+
+    wake = sub.add_parser("wake-latency", help="show (calibrating once) the wake-up latency "
+                          "table the wall-cpu virtual clock charges")
+    wake.add_argument("--recalibrate", action="store_true",
+                      help="measure again (on an otherwise idle machine)")
     return parser
 
 
@@ -98,5 +104,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .fidelity import benchmark
         kwargs = {"output": args.out} if args.out else {}
         benchmark.run(args.kernel, quick=args.quick, **kwargs)
+        return 0
+    if args.command == "wake-latency":
+        from .kernel import wake_latency
+        from .kernel.uml_virtual import virtual_kernel
+        binary = virtual_kernel()
+        if args.recalibrate:
+            wake_latency.cache_file(binary).unlink(missing_ok=True)
+        table = wake_latency.wake_table(binary)
+        record = wake_latency.cached_record(binary)
+        print(json.dumps(record, indent=2) if record else table.describe())
         return 0
     raise AssertionError(args.command)

@@ -47,6 +47,8 @@ from .coordinator import Harness, PointState
 from .ledger import RESULTS_ROOT, Ledger
 from .spec import Experiment, Repetitions
 from .stats import interval
+from topology.kernel import wake_latency
+from topology.kernel.uml_virtual import virtual_kernel
 
 BENCH_EXPERIMENT = "bench-virtual"
 DEFAULT_OUTPUT = RESULTS_ROOT / "bench-virtual.json"
@@ -185,6 +187,8 @@ def bench_paths(experiment: Experiment, workers: int, batches: int) -> list[dict
             "backend": {clock: runs[clock][0]["meta"]["backend"] for clock in CLOCKS},
             "clock": {clock: runs[clock][0]["meta"].get("clock") for clock in CLOCKS},
             "kernel": {clock: runs[clock][0]["meta"].get("kernel_release") for clock in CLOCKS},
+            "wake_latency_ns": {clock: runs[clock][0]["meta"].get("wake_latency_ns")
+                                for clock in CLOCKS},
             "real_overhead": overhead_per_run([r["ledger"] for r in runs["real"]]),
             "load_average": os.getloadavg(),
             "points": points})
@@ -270,7 +274,8 @@ def run(workers: int, batches: int, with_e1: bool, output: Path) -> dict[str, An
         "all_overlap": all(p["virtual"]["ci_overlap"] for p in points),
         "real_batch_effect_points": sum((p["real_batch_effect_p"] or 1) < 0.05 for p in points),
         # real-time runs suffer from a busy host (the kernels' processing waits for a core)
-        "load_average_at_end": os.getloadavg()}
+        "load_average_at_end": os.getloadavg(),
+        "wake_latency_calibration": wake_latency.cached_record(virtual_kernel())}
     if with_e1:
         runs = sum(row["real_overhead"]["runs"] for row in paths)
         overhead = sum(row["real_overhead"]["outside_client_s"] * row["real_overhead"]["runs"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import clock_label
+from .wake_latency import from_kernel_arg
 
 SYSCTLS = (
     "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
@@ -69,11 +70,25 @@ def clock() -> str:
         args = Path("/proc/cmdline").read_text().split()
     except OSError:
         return clock_label(None)
+    mode = _time_travel_arg(args)
+    return clock_label(None if mode is None else mode.partition(":")[0])
+
+
+def wake_latency() -> str | None:
+    """The wake-up latency table a wall-cpu kernel charges (GAP_NS/LATENCY_NS,...), if any."""
+    try:
+        mode = _time_travel_arg(Path("/proc/cmdline").read_text().split())
+    except OSError:
+        return None
+    return None if mode is None else from_kernel_arg(mode)
+
+
+def _time_travel_arg(args: list[str]) -> str | None:
     for arg in args:
         key, _, mode = arg.partition("=")
         if key == "time-travel":
-            return clock_label(mode)
-    return clock_label(None)
+            return mode
+    return None
 
 
 def collect() -> dict[str, Any]:
@@ -81,6 +96,7 @@ def collect() -> dict[str, Any]:
     return {
         "backend": os.environ.get("TESTBED_BACKEND", "unknown"),
         "clock": clock(),
+        "wake_latency_ns": wake_latency(),
         "kernel_release": uname.release,
         "kernel_version": uname.version,
         "machine": uname.machine,

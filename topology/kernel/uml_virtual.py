@@ -6,9 +6,11 @@ for them. A 256 kbit/s satellite path runs tens of times faster than real time.
 
 Two clocks, chosen with TESTBED_TIME_TRAVEL:
 - `wall-cpu` (default; a mode of the project's kernel patch): idle time is skipped, but the wall
-  time the kernel spends computing, and a real host wake-up per idle period, are charged to its
-  clock, as they are in real time. Transfer times come close to the real-time kernel's (make
-  bench-virtual); like real time, they vary a little from run to run.
+  time the kernel spends computing is charged to its clock, and so is, per jump over idle time,
+  the wake-up latency the real-time kernel pays on this machine after idling that long
+  (calibrated once per machine and cached: wake_latency.py, TESTBED_WAKE_LATENCY). Transfer
+  times come close to the real-time kernel's (make bench-virtual); like real time, they vary a
+  little from run to run.
 - `inf-cpu` (User-Mode Linux's own): computing costs no virtual time. Runs are deterministic,
   and shorter than in real time by the kernel's processing and wake-up costs.
 
@@ -28,6 +30,8 @@ from pathlib import Path
 
 from .base import BackendError, RunResult, clock_label
 from .uml import UmlBackend, _read_float, _read_text
+from . import wake_latency
+from .wake_latency import WakeTable
 
 BUILD_SCRIPT = Path(__file__).with_name("timetravel") / "build.sh"
 HEARTBEAT_SCRIPT = Path(__file__).with_name("uml_heartbeat.sh")
@@ -103,10 +107,12 @@ class VirtualUmlBackend(UmlBackend):
     name = "uml-virtual"
 
     def __init__(self, *args, stall_s: float | None = None, time_travel: str | None = None,
-                 **kwargs) -> None:
+                 wake_table: WakeTable | None = None, **kwargs) -> None:
         self.time_travel = time_travel_mode(time_travel)
         self.clock = clock_label(self.time_travel)
         self.binary = str(virtual_kernel())
+        self.wake_table = None if self.time_travel != "wall-cpu" else (
+            wake_table or wake_latency.wake_table(Path(self.binary)))
         self.default_timeout_s = _env_seconds("TESTBED_VIRTUAL_TIMEOUT_S", DEFAULT_TIMEOUT_S)
         self.stall_s = stall_s or _env_seconds("TESTBED_VIRTUAL_STALL_S", DEFAULT_STALL_S)
         super().__init__(*args, **kwargs)
@@ -118,11 +124,16 @@ class VirtualUmlBackend(UmlBackend):
 
     def boot_args(self, instance: str, scratch: Path) -> list[str]:
         return super().boot_args(instance, scratch) + [
-            f"time-travel={self.time_travel}",
+            f"time-travel={self.time_travel_arg()}",
             "TESTBED_MODULES=none",                  # everything is built in
             f"TESTBED_HEARTBEAT={HEARTBEAT_SCRIPT}",
             "TESTBED_SETTLE_S=1",                    # costs no wall time
         ]
+
+    def time_travel_arg(self) -> str:
+        if self.wake_table is None:
+            return self.time_travel
+        return f"{self.time_travel}:{self.wake_table.kernel_arg()}"
 
     def _wait(self, proc: subprocess.Popen[bytes], scratch: Path, timeout_s: float) -> None:
         """Like `uml`, with the stall check: the heartbeat must advance."""

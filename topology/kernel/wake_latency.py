@@ -1,0 +1,191 @@
+"""The wake-up latency the wall-cpu clock charges for each jump over idle time.
+
+A real-time kernel that idles until its next timer wakes late: the host's timer fires late (more
+so after a long sleep, as the CPU idles deeper) and User-Mode Linux receives it through a host
+signal. The wall-cpu clock skips the idle time and charges the time the kernel computes, but not
+that lateness. So, once per machine, the same probe (topology/fidelity/wake_probe.py: ping over
+a pure delay, two idle gaps per round trip) runs on the real-time kernel and on the wall-cpu
+kernel charged no wake-up cost. For each delay, half the difference of the mean round trips,
+never below zero, is the latency the wall-cpu kernel then charges per jump over a gap that long
+(`time-travel=wall-cpu:GAP_NS/LATENCY_NS,...`, linear between the points).
+
+The table is cached per virtual kernel, real-time kernel and host, under the kernel cache.
+TESTBED_WAKE_LATENCY: `auto` (default: calibrate once, then the cached table), `none` (charge no
+wake-up cost), or a table GAP_NS/LATENCY_NS,... given by hand."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import BackendError
+
+ENV = "TESTBED_WAKE_LATENCY"
+# One-way delays probed (s) and echoes per round: the gaps between timers that transfers see,
+# from LAN pacing (sub-millisecond) to satellite round trips and retransmission timeouts.
+PROBE_DELAYS = ((0.0002, 40), (0.0005, 40), (0.001, 40), (0.003, 30), (0.01, 30), (0.03, 20),
+                (0.1, 15), (0.3, 8))
+GAPS_PER_ROUND_TRIP = 2
+ROUNDS = 2           # real and charged alternate, so a drifting host affects both alike
+MAX_POINTS = 16      # the kernel's limit
+CACHE_VERSION = 1
+PROBE_TIMEOUT_S = 900.0
+
+
+@dataclass(frozen=True)
+class WakeTable:
+    """(gap, latency) points in nanoseconds, gaps rising; where the numbers came from."""
+
+    points: tuple[tuple[int, int], ...]
+    source: str
+
+    def kernel_arg(self) -> str:
+        return ",".join(f"{gap}/{latency}" for gap, latency in self.points)
+
+    def describe(self) -> str:
+        steps = ", ".join(f"{gap / 1e6:g} ms: {latency / 1e3:.0f} us"
+                          for gap, latency in self.points)
+        return f"{steps} ({self.source})"
+
+    @classmethod
+    def parse(cls, text: str, source: str) -> "WakeTable":
+        points = []
+        for item in text.split(","):
+            gap, slash, latency = item.strip().partition("/")
+            if not (slash and gap.isdigit() and latency.isdigit()):
+                raise BackendError(
+                    f"bad wake-up latency table {text!r} ({source}): expected "
+                    "GAP_NS/LATENCY_NS pairs separated by commas, e.g. 1000000/0,100000000/150000")
+            points.append((int(gap), int(latency)))
+        if any(b[0] <= a[0] for a, b in zip(points, points[1:])):
+            raise BackendError(f"bad wake-up latency table {text!r} ({source}): the gaps must "
+                               "rise from one point to the next")
+        if len(points) > MAX_POINTS:
+            raise BackendError(f"bad wake-up latency table {text!r} ({source}): at most "
+                               f"{MAX_POINTS} points")
+        return cls(tuple(points), source)
+
+
+NO_WAKE_COST = WakeTable(((0, 0),), "none: no wake-up cost charged")
+
+
+def from_kernel_arg(mode_arg: str) -> str | None:
+    """The table part of a `time-travel=wall-cpu:TABLE` argument, if any."""
+    mode, colon, table = mode_arg.partition(":")
+    return table if colon and mode == "wall-cpu" else None
+
+
+def wake_table(virtual_binary: Path) -> WakeTable:
+    """The table the wall-cpu clock charges, as TESTBED_WAKE_LATENCY asks."""
+    choice = os.environ.get(ENV, "auto").strip() or "auto"
+    if choice == "none":
+        return NO_WAKE_COST
+    if choice != "auto":
+        return WakeTable.parse(choice, ENV)
+    return _cached_or_calibrated(virtual_binary)
+
+
+def cache_file(virtual_binary: Path) -> Path:
+    from .uml import pinned_release
+    identity = json.dumps({
+        "version": CACHE_VERSION, "virtual_kernel": str(virtual_binary.resolve()),
+        "real_kernel": pinned_release(), "host": _host(),
+    }, sort_keys=True)
+    key = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("TESTBED_KERNEL_CACHE", "/var/cache/testbed"))
+    return root / "calibration" / f"wake-latency-{key}.json"
+
+
+def cached_record(virtual_binary: Path) -> dict[str, Any] | None:
+    """The calibration behind the cached table, if there is one."""
+    return _read_record(cache_file(virtual_binary))
+
+
+def _host() -> dict[str, Any]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"kernel": platform.release(), "cpu": model, "cores": os.cpu_count()}
+
+
+def _cached_or_calibrated(virtual_binary: Path) -> WakeTable:
+    path = cache_file(virtual_binary)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel workers calibrate once between them
+        record = _read_record(path)
+        if record is None:
+            print(f"wake-latency: calibrating the wall-cpu clock against the real-time kernel "
+                  f"on this machine (once; about 2 minutes, best on an idle machine) -> {path}",
+                  file=sys.stderr, flush=True)
+            record = calibrate(virtual_binary)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(record, indent=2) + "\n")
+            tmp.replace(path)
+    return table_of(record, path)
+
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if record.get("version") == CACHE_VERSION else None
+
+
+def table_of(record: dict[str, Any], path: Path) -> WakeTable:
+    text = ",".join(f"{p['gap_ns']}/{p['latency_ns']}" for p in record["points"])
+    return WakeTable.parse(text, f"calibrated {record['measured']}, {path}")
+
+
+def calibrate(virtual_binary: Path) -> dict[str, Any]:
+    """Probe both kernels, alternating, and derive the table from their mean excesses."""
+    from .uml import UmlBackend
+    from .uml_virtual import VirtualUmlBackend
+    kernels = {"real": UmlBackend(),
+               "charged": VirtualUmlBackend(time_travel="wall-cpu", wake_table=NO_WAKE_COST)}
+    excesses: dict[str, dict[str, list[float]]] = {name: {} for name in kernels}
+    started = time.monotonic()
+    for _ in range(ROUNDS):
+        for name, backend in kernels.items():
+            for delay, measured in _probe(backend).items():
+                excesses[name].setdefault(delay, []).append(measured["excess_us"])
+    points = []
+    for delay_s, _ in PROBE_DELAYS:
+        real = statistics.fmean(excesses["real"][str(delay_s)])
+        charged = statistics.fmean(excesses["charged"][str(delay_s)])
+        latency_us = max(0.0, real - charged) / GAPS_PER_ROUND_TRIP
+        points.append({"gap_ns": round(delay_s * 1e9), "latency_ns": round(latency_us * 1e3),
+                       "real_excess_us": round(real, 1), "charged_excess_us": round(charged, 1)})
+    return {"version": CACHE_VERSION,
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": _host(), "load_average": os.getloadavg(),
+            "virtual_kernel": str(virtual_binary), "rounds": ROUNDS,
+            "calibration_s": round(time.monotonic() - started, 1), "points": points}
+
+
+def _probe(backend: Any) -> dict[str, dict[str, float]]:
+    specs = [f"{delay}:{count}" for delay, count in PROBE_DELAYS]
+    result = backend.run(["/usr/bin/python3", "-m", "topology.fidelity.wake_probe", *specs],
+                         timeout_s=PROBE_TIMEOUT_S)
+    if result.returncode != 0:
+        raise BackendError(f"the wake-up latency probe failed on {backend.name} "
+                           f"(exit {result.returncode}): {result.stderr.strip()[-800:]}")
+    try:
+        return json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise BackendError(f"the wake-up latency probe on {backend.name} printed no "
+                           f"measurements: {result.stdout[-400:]!r}") from None
