@@ -34,9 +34,11 @@ setup-test:
 	bash docker/setup.sh --test-tools
 
 # The time-travel kernel of KERNEL=uml-virtual. `setup` builds it (about 5 minutes on 2 cores,
-# once: it is cached by a hash of its configuration and source version); this prints its path.
+# once: it is cached by a hash of its configuration and source version); this prints its path,
+# then the wall-cpu clock's wake-up latency table (calibrated once per machine, about 70 s).
 kernel: setup
 	bash topology/kernel/timetravel/build.sh
+	$(PYTHON) -m topology wake-latency
 
 build: setup
 	$(MAKE) -C ftp-impl

@@ -144,6 +144,8 @@ def meta(experiment: Experiment, ledger: Ledger,
         "experiment": experiment.as_record(),
         "backend": first.get("backend"), "kernel_release": first.get("kernel_release"),
         "clock": first.get("clock"),
+        # the wall-cpu clock's wake-up latency table (GAP_NS/LATENCY_NS,...), as each batch booted
+        "wake_latency_ns": sorted({b.get("wake_latency_ns") or "" for b in batches} - {""}),
         "kernels_seen": [{"backend": b, "kernel_release": k} for b, k in kernels],
         "sysctls": first.get("sysctls"), "tools": {**first.get("tools", {}), **host_tools()},
         "profiles": {"tcp": {p: TCP_PROFILES[p] for p in experiment.tcp_profiles},

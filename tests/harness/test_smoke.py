@@ -76,6 +76,7 @@ def test_meta_records_how_the_results_were_made(smoke):
     meta = json.loads((smoke / "meta.json").read_text())
     assert meta["backend"] == "uml" and meta["kernel_release"].startswith("6.1")
     assert meta["clock"] == "real"
+    assert meta["wake_latency_ns"] == []  # only the wall-cpu virtual clock charges a table
     assert meta["sysctls"]["net.ipv4.tcp_congestion_control"]
     assert meta["profiles"]["tcp"]["tcp-newreno"]["net.ipv4.tcp_sack"] == "0"
     assert len(meta["testbed"]["commit"]) == 40

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import stray_kernels
 from topology.fidelity.targets import payload_per_frame
-from topology.kernel import BACKEND_NAMES, BackendError, open_backend
+from topology.kernel import BACKEND_NAMES, BackendError, open_backend, wake_latency
 from topology.kernel.uml_virtual import VirtualUmlBackend
 from topology.params import ETHERNET_FRAME_MAX
 
@@ -100,13 +100,16 @@ def test_virtual_time_runs_faster_than_real_time(shaped):
         assert shaped["wall_s"] < kernel_s, (shaped["wall_s"], kernel_s)
 
 
-def test_results_and_metadata_carry_the_clock_mode(shaped):
+def test_results_and_metadata_carry_the_clock_mode(shaped, virtual_kernel):
     assert shaped["result"].clock == VIRTUAL
     assert shaped["result"].backend == "uml-virtual"
     assert shaped["metadata"]["clock"] == VIRTUAL
     assert shaped["metadata"]["backend"] == "uml-virtual"
     assert shaped["metadata"]["kernel_release"].endswith("-timetravel")
     assert shaped["result"].kernel_release == shaped["metadata"]["kernel_release"]
+    # the default clock charges this machine's calibrated wake-up latencies
+    calibrated = wake_latency.wake_table(virtual_kernel)
+    assert shaped["metadata"]["wake_latency_ns"] == calibrated.kernel_arg()
 
 
 def test_real_time_backend_records_a_real_clock():
