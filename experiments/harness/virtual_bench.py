@@ -42,13 +42,14 @@ from typing import Any, Iterator
 
 from scipy import stats as scipy_stats
 
+from topology.kernel import wake_latency
+from topology.kernel.uml_virtual import virtual_kernel
+
 from . import spec
 from .coordinator import Harness, PointState
 from .ledger import RESULTS_ROOT, Ledger
 from .spec import Experiment, Repetitions
 from .stats import interval
-from topology.kernel import wake_latency
-from topology.kernel.uml_virtual import virtual_kernel
 
 BENCH_EXPERIMENT = "bench-virtual"
 DEFAULT_OUTPUT = RESULTS_ROOT / "bench-virtual.json"
