@@ -145,7 +145,8 @@ def meta(experiment: Experiment, ledger: Ledger,
         "backend": first.get("backend"), "kernel_release": first.get("kernel_release"),
         "clock": first.get("clock"),
         # the wall-cpu clock's wake-up latency table (GAP_NS/LATENCY_NS,...), as each batch booted
-        "wake_latency_ns": sorted({b.get("wake_latency_ns") or "" for b in batches} - {""}),
+        "wake_latency_ns": sorted({b["wake_latency_ns"] for b in batches
+                                   if b.get("wake_latency_ns")}),
         "kernels_seen": [{"backend": b, "kernel_release": k} for b, k in kernels],
         "sysctls": first.get("sysctls"), "tools": {**first.get("tools", {}), **host_tools()},
         "profiles": {"tcp": {p: TCP_PROFILES[p] for p in experiment.tcp_profiles},

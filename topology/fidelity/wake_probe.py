@@ -20,13 +20,13 @@ from . import probes
 SPACING_S = 0.02
 
 
-def excess_us(path: Path, delay_s: float, count: int) -> dict[str, float]:
+def excess_us(path: Path, delay_s: float, count: int) -> float:
     path.set_both(LinkShape(delay_s=delay_s))
     rtt = probes.ping(path.client, SERVER_IP, count, 2 * delay_s + SPACING_S)
     if rtt["received"] != count:
         raise probes.ProbeError(f"{count - rtt['received']} of {count} echoes lost at "
                                 f"{delay_s * 1e3:g} ms")
-    return {"excess_us": (rtt["avg_ms"] - 2e3 * delay_s) * 1e3, "count": count}
+    return (rtt["avg_ms"] - 2e3 * delay_s) * 1e3
 
 
 def main(specs: list[str]) -> int:

@@ -66,24 +66,22 @@ def tool_versions() -> dict[str, str]:
 def clock() -> str:
     """"real", or "virtual (time-travel=...)" when this kernel was booted with time-travel:
     read from the kernel's own command line, so it cannot disagree with what ran."""
-    try:
-        args = Path("/proc/cmdline").read_text().split()
-    except OSError:
-        return clock_label(None)
-    mode = _time_travel_arg(args)
+    mode = _time_travel_arg()
     return clock_label(None if mode is None else mode.partition(":")[0])
 
 
 def wake_latency() -> str | None:
     """The wake-up latency table a wall-cpu kernel charges (GAP_NS/LATENCY_NS,...), if any."""
-    try:
-        mode = _time_travel_arg(Path("/proc/cmdline").read_text().split())
-    except OSError:
-        return None
+    mode = _time_travel_arg()
     return None if mode is None else from_kernel_arg(mode)
 
 
-def _time_travel_arg(args: list[str]) -> str | None:
+def _time_travel_arg() -> str | None:
+    """The value of the kernel's time-travel argument ("" for a bare one), None without."""
+    try:
+        args = Path("/proc/cmdline").read_text().split()
+    except OSError:
+        return None
     for arg in args:
         key, _, mode = arg.partition("=")
         if key == "time-travel":

@@ -161,8 +161,8 @@ def calibrate(virtual_binary: Path) -> dict[str, Any]:
     started = time.monotonic()
     for _ in range(ROUNDS):
         for name, backend in kernels.items():
-            for delay, measured in _probe(backend).items():
-                excesses[name].setdefault(delay, []).append(measured["excess_us"])
+            for delay, excess_us in _probe(backend).items():
+                excesses[name].setdefault(delay, []).append(excess_us)
     points = []
     for delay_s, _ in PROBE_DELAYS:
         real = statistics.fmean(excesses["real"][str(delay_s)])
@@ -177,7 +177,7 @@ def calibrate(virtual_binary: Path) -> dict[str, Any]:
             "calibration_s": round(time.monotonic() - started, 1), "points": points}
 
 
-def _probe(backend: Any) -> dict[str, dict[str, float]]:
+def _probe(backend: Any) -> dict[str, float]:
     specs = [f"{delay}:{count}" for delay, count in PROBE_DELAYS]
     result = backend.run(["/usr/bin/python3", "-m", "topology.fidelity.wake_probe", *specs],
                          timeout_s=PROBE_TIMEOUT_S)
