@@ -14,8 +14,8 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from topology.fidelity import probes
-from topology.net import DualPath, Dumbbell, Path
-from topology.net.path import SERVER_IP
+from topology.net import DualPath, Dumbbell, PathTopology
+from topology.net.addresses import SERVER_IP
 from topology.params import LinkShape, Queue
 
 PYTHON = "/usr/bin/python3"
@@ -60,7 +60,7 @@ def qdiscs(node, dev: str) -> str:
 
 def exercise_path(out: dict[str, Any]) -> None:
     shape = LinkShape(1e6, 0.020, 0.0, Queue(50, "packets"))
-    with Path(shape) as path:
+    with PathTopology(shape) as path:
         client, server, router = path.client, path.server, path.node("router")
         out["path_build_s"] = path.timings_s["build"]
         out["offloads"] = offloads(path)

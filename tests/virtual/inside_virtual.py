@@ -9,14 +9,15 @@ import sys
 
 from topology.fidelity import bulk, probes
 from topology.kernel import metadata
-from topology.net.path import SERVER_IP, Path
+from topology.net.addresses import SERVER_IP
+from topology.net.path import PathTopology
 from topology.params import LinkShape, Queue
 
 
 def main(out_file: str, rate_bps: str, delay_s: str) -> int:
     shape = LinkShape(float(rate_bps), float(delay_s), 0.0, Queue(500_000, "bytes"))
     out = {"metadata": metadata.collect()}
-    with Path(shape) as path:
+    with PathTopology(shape) as path:
         out["rtt"] = probes.ping(path.client, SERVER_IP, 20, 0.2)
         for proto in ("tcp", "sctp"):
             out[proto] = bulk.goodput(path.client, path.server, SERVER_IP, proto, 10, 3,

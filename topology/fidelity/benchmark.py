@@ -11,19 +11,19 @@ from typing import Any
 
 from ..kernel import open_backend
 from ..kernel.base import REPO_ROOT
-from . import plan, targets
+from . import cases, targets
 
 DEFAULT_OUTPUT = REPO_ROOT / "results" / "fidelity.json"
 
 
 def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT, quick: bool = False) -> dict[str, Any]:
     backend = open_backend(kernel)
-    cases = plan.cases(quick)
+    planned = cases.cases(quick)
     with tempfile.TemporaryDirectory(prefix="fidelity-", dir="/tmp") as scratch:
         plan_file, raw_file = Path(scratch, "plan.json"), Path(scratch, "raw.json")
-        plan_file.write_text(json.dumps({"cases": cases}))
-        print(f"fidelity: {len(cases)} link settings on the {backend.name} backend "
-              f"(about {_estimate_s(cases) / 60:.0f} min)", file=sys.stderr, flush=True)
+        plan_file.write_text(json.dumps({"cases": planned}))
+        print(f"fidelity: {len(planned)} link settings on the {backend.name} backend "
+              f"(about {_estimate_s(planned) / 60:.0f} min)", file=sys.stderr, flush=True)
         started = time.time()
         result = backend.run(["/usr/bin/python3", "-m", "topology.fidelity.measure",
                               str(plan_file), str(raw_file)], stream=True).check()
@@ -33,7 +33,7 @@ def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT, quick: bool = 
     output.with_suffix(".raw.json").write_text(json.dumps(raw, indent=2) + "\n")
     timestamps = raw["metadata"]["sysctls"].get("net.ipv4.tcp_timestamps", "1") != "0"
     items = []
-    for case in cases:
+    for case in planned:
         items += targets.link_items(case, raw["cases"][case["name"]], timestamps)
     if raw["metadata"].get("clock", "real") == "real":
         items += targets.timing_items(raw, result.timings_s.get("launch_to_job"))
@@ -41,7 +41,7 @@ def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT, quick: bool = 
         items.append(targets.item("all", "wall_s", "s", None, result.timings_s["total"], None,
                                   clock=raw["metadata"]["clock"]))
     report = {"items": items, "metadata": raw["metadata"], "quick": quick,
-              "wall_s": time.time() - started, "cases": cases}
+              "wall_s": time.time() - started, "cases": planned}
     output.write_text(json.dumps(report, indent=2) + "\n")
     print(format_table(items))
     print(f"\nwritten to {output}")

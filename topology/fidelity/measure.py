@@ -12,7 +12,8 @@ from typing import Any
 
 _started = time.monotonic()
 from ..kernel import metadata  # noqa: E402
-from ..net.path import SERVER_IP, Path  # noqa: E402
+from ..net.addresses import SERVER_IP  # noqa: E402
+from ..net.path import PathTopology  # noqa: E402
 from ..params import LinkShape  # noqa: E402
 from . import bulk, probes  # noqa: E402
 
@@ -30,7 +31,7 @@ def goodput_tool() -> str:
     return "iperf3" if metadata.clock() == "real" else "bulk_probe"
 
 
-def run_case(path: Path, case: dict[str, Any]) -> dict[str, Any]:
+def run_case(path: PathTopology, case: dict[str, Any]) -> dict[str, Any]:
     shape = LinkShape.from_dict(case["shape"])
     started = time.monotonic()
     path.set_both(shape)
@@ -60,7 +61,7 @@ def main(plan_file: str, result_file: str) -> int:
     cases = plan["cases"]
     first = LinkShape.from_dict(cases[0]["shape"])
     results: dict[str, Any] = {"import_s": _imported - _started, "cases": {}}
-    path = Path(first)
+    path = PathTopology(first)
     path.start()
     try:
         results["build_s"] = path.timings_s["build"]

@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from ..kernel import metadata
-from ..net.path import SERVER_IP, Path
+from ..net.addresses import SERVER_IP
+from ..net.path import PathTopology
 from ..params import LinkShape, Queue
 from . import bulk, probes
 
@@ -37,7 +38,7 @@ def marks(**named: int) -> dict[str, str]:
     return {name: f"{number:06d}" for name, number in named.items()}
 
 
-def fidelity(path: Path, plan: dict[str, Any], shape: LinkShape) -> dict[str, Any]:
+def fidelity(path: PathTopology, plan: dict[str, Any], shape: LinkShape) -> dict[str, Any]:
     probe = plan["fidelity"]
     result: dict[str, Any] = {"rtt": probes.ping(path.client, SERVER_IP, probe["ping_count"],
                                                  probe["ping_interval_s"])}
@@ -49,7 +50,7 @@ def fidelity(path: Path, plan: dict[str, Any], shape: LinkShape) -> dict[str, An
     return result
 
 
-def transfers(path: Path, plan: dict[str, Any], shape: LinkShape) -> list[dict[str, Any]]:
+def transfers(path: PathTopology, plan: dict[str, Any], shape: LinkShape) -> list[dict[str, Any]]:
     rows = []
     for loss in plan["losses"]:
         path.set_both(shape.with_changes(loss=loss))
@@ -77,7 +78,7 @@ def main(plan_file: str, result_file: str) -> int:
     started_kernel = time.monotonic()
     result: dict[str, Any] = {"path": plan["path"]}
     start = mark()
-    with Path(shape) as path:
+    with PathTopology(shape) as path:
         topology_up = mark()
         result["fidelity"] = fidelity(path, plan, shape)
         fidelity_done = mark()

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-from topology.net.path import SERVER_IP, Path
+from topology.net.addresses import SERVER_IP
+from topology.net.path import PathTopology
 from topology.params import LinkShape
 
 from . import probes
@@ -20,7 +21,7 @@ from . import probes
 SPACING_S = 0.02
 
 
-def excess_us(path: Path, delay_s: float, count: int) -> float:
+def excess_us(path: PathTopology, delay_s: float, count: int) -> float:
     path.set_both(LinkShape(delay_s=delay_s))
     rtt = probes.ping(path.client, SERVER_IP, count, 2 * delay_s + SPACING_S)
     if rtt["received"] != count:
@@ -31,7 +32,7 @@ def excess_us(path: Path, delay_s: float, count: int) -> float:
 
 def main(specs: list[str]) -> int:
     measured = {}
-    with Path(LinkShape()) as path:
+    with PathTopology(LinkShape()) as path:
         for spec in specs:
             delay, _, count = spec.partition(":")
             measured[delay] = excess_us(path, float(delay), int(count))

@@ -10,6 +10,14 @@ from typing import Mapping, Protocol, Sequence
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def default_results_root() -> Path:
+    """results/ of the checkout the testbed runs from; for an installed testbed (no checkout
+    around it), results/ in the working directory."""
+    if (REPO_ROOT / "ftp-impl").is_dir():
+        return REPO_ROOT / "results"
+    return Path.cwd() / "results"
+
+
 REAL_CLOCK = "real"
 
 

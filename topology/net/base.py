@@ -10,7 +10,7 @@ from mininet.log import setLogLevel
 from mininet.net import Mininet
 from mininet.node import Host, Node
 
-from ..params import LinkShape
+from ..params import LinkShape, ParameterError
 from . import shaping
 from .node_exec import run_script, tc_batch
 
@@ -34,14 +34,20 @@ class Router(Host):
         return result
 
 
-class Egress:
-    """One shaped direction of a link: the egress interface that shapes it and its current shape."""
+DEFAULT_MTU = 1500
+MTU_RANGE = (576, 9000)
 
-    def __init__(self, node: Node, dev: str, shape: LinkShape) -> None:
-        self.node, self.dev, self.shape = node, dev, shape
+
+class Egress:
+    """One shaped direction of a link: the egress interface that shapes it, its current shape
+    and the size of its largest frame (the rate limiter's burst)."""
+
+    def __init__(self, node: Node, dev: str, shape: LinkShape,
+                 frame_bytes: int = shaping.FRAME_QUANTUM) -> None:
+        self.node, self.dev, self.shape, self.frame_bytes = node, dev, shape, frame_bytes
 
     def apply(self) -> None:
-        tc_batch(self.node, shaping.build(self.dev, self.shape))
+        tc_batch(self.node, shaping.build(self.dev, self.shape, self.frame_bytes))
 
 
 class Topology:
@@ -50,10 +56,21 @@ class Topology:
 
     kind = "topology"
 
-    def __init__(self) -> None:
+    def __init__(self, mtu: int | None = None) -> None:
+        """`mtu`: of every interface (default 1500); a larger one lets a packet carry more
+        payload than Ethernet's usual 1500 bytes allow."""
+        if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)
+                                or not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]):
+            raise ParameterError(f"mtu must be a whole number of bytes from {MTU_RANGE[0]} to "
+                                 f"{MTU_RANGE[1]}, got {mtu!r}")
+        self.mtu = mtu or DEFAULT_MTU
         self.net: Mininet | None = None
         self.egress: dict[str, Egress] = {}
         self.timings_s: dict[str, float] = {}
+
+    def egress_of(self, node: Node, dev: str, shape: LinkShape) -> Egress:
+        """A shaped direction whose rate limiter lets this topology's largest frame through."""
+        return Egress(node, dev, shape, self.mtu + shaping.ETHERNET_HEADER)
 
     # -- life cycle -------------------------------------------------------------------------
     def __enter__(self) -> "Topology":
@@ -95,13 +112,28 @@ class Topology:
         """Commands per node name run once after build (routes and such)."""
         return {}
 
+    def end_hosts(self) -> list[str]:
+        """The nodes that run the programs (not the routers): each gets a run's sysctls."""
+        raise NotImplementedError
+
+    def probe_pair(self) -> tuple[str, str]:
+        """A node and the address it pings to check the links before the runs."""
+        raise NotImplementedError
+
+    def probe_route(self) -> list[str]:
+        """The shaped directions a ping of the probe pair crosses, there and back."""
+        raise NotImplementedError
+
     # -- shared configuration -------------------------------------------------------------------
     def _configure(self) -> None:
         assert self.net is not None
         routes = self._routes()
         for node in self.net.hosts:
-            commands = [["ethtool", "-K", intf.name, *OFFLOADS_OFF]
-                        for intf in node.intfList() if intf.name != "lo"]
+            interfaces = [intf.name for intf in node.intfList() if intf.name != "lo"]
+            commands = [["ethtool", "-K", name, *OFFLOADS_OFF] for name in interfaces]
+            if self.mtu != DEFAULT_MTU:
+                commands += [["ip", "link", "set", "dev", name, "mtu", str(self.mtu)]
+                             for name in interfaces]
             commands += routes.get(node.name, [])
             run_script(node, commands)
 
@@ -125,7 +157,7 @@ class Topology:
         for direction, shape in shapes.items():
             egress = self.egress[direction]
             lines = batches.setdefault(egress.node.name, (egress.node, []))[1]
-            lines += shaping.change(egress.dev, egress.shape, shape)
+            lines += shaping.change(egress.dev, egress.shape, shape, egress.frame_bytes)
         for node, lines in batches.values():
             tc_batch(node, lines)
         for direction, shape in shapes.items():

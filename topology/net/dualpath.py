@@ -12,24 +12,18 @@ from __future__ import annotations
 from mininet.net import Mininet
 
 from ..params import LinkShape, ParameterError
-from .base import Egress, Router, Topology
-
-PATHS = (1, 2)
-
-
-def client_address(path: int) -> str:
-    return f"10.{path}.1.1"
-
-
-def server_address(path: int) -> str:
-    return f"10.{path}.2.1"
+from .addresses import DUALPATHS as PATHS
+from .addresses import dualpath_client as client_address
+from .addresses import dualpath_server as server_address
+from .base import Router, Topology
 
 
 class DualPath(Topology):
     kind = "dualpath"
 
-    def __init__(self, path1: LinkShape, path2: LinkShape | None = None) -> None:
-        super().__init__()
+    def __init__(self, path1: LinkShape, path2: LinkShape | None = None,
+                 mtu: int | None = None) -> None:
+        super().__init__(mtu)
         self.initial = {1: path1, 2: path2 or path1}
         self.down: set[int] = set()
         self._configured: dict[str, LinkShape] = {}
@@ -47,13 +41,23 @@ class DualPath(Topology):
                         intfName2=f"server-eth{k - 1}",
                         params1={"ip": f"10.{k}.2.254/24"},
                         params2={"ip": f"{server_address(k)}/24"})
-            self.egress[f"path{k}-up"] = Egress(router, f"router{k}-eth1", self.initial[k])
-            self.egress[f"path{k}-down"] = Egress(router, f"router{k}-eth0", self.initial[k])
+            self.egress[f"path{k}-up"] = self.egress_of(router, f"router{k}-eth1", self.initial[k])
+            self.egress[f"path{k}-down"] = self.egress_of(router, f"router{k}-eth0",
+                                                          self.initial[k])
 
     def _routes(self) -> dict[str, list[list[str]]]:
         client = [["ip", "route", "add", f"10.{k}.2.0/24", "via", f"10.{k}.1.254"] for k in PATHS]
         server = [["ip", "route", "add", f"10.{k}.1.0/24", "via", f"10.{k}.2.254"] for k in PATHS]
         return {"client": client, "server": server}
+
+    def end_hosts(self) -> list[str]:
+        return ["client", "server"]
+
+    def probe_pair(self) -> tuple[str, str]:
+        return "client", server_address(1)
+
+    def probe_route(self) -> list[str]:
+        return ["path1-up", "path1-down"]
 
     def _check_path(self, path: int) -> None:
         if path not in PATHS:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from mininet.net import Mininet
 
 from ..params import LinkShape, ParameterError
-from .base import Egress, Router, Topology
+from .addresses import dumbbell_address, dumbbell_gateway
+from .base import Router, Topology
 
 MAX_PAIRS = 50
 
@@ -21,8 +22,8 @@ class Dumbbell(Topology):
     kind = "dumbbell"
 
     def __init__(self, pairs: int, access: LinkShape, bottleneck: LinkShape,
-                 bottleneck_down: LinkShape | None = None) -> None:
-        super().__init__()
+                 bottleneck_down: LinkShape | None = None, mtu: int | None = None) -> None:
+        super().__init__(mtu)
         if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= MAX_PAIRS:
             raise ParameterError(f"pairs must be a whole number from 1 to {MAX_PAIRS}, got {pairs!r}")
         self.pairs = pairs
@@ -35,22 +36,26 @@ class Dumbbell(Topology):
     def receivers(self) -> list[str]:
         return [f"d{i}" for i in range(1, self.pairs + 1)]
 
-    @staticmethod
-    def address(host: str) -> str:
-        side = 1 if host.startswith("s") else 2
-        return f"10.{side}.{int(host[1:])}.1"
+    address = staticmethod(dumbbell_address)
+    gateway = staticmethod(dumbbell_gateway)
 
-    @classmethod
-    def gateway(cls, host: str) -> str:
-        return cls.address(host).rsplit(".", 1)[0] + ".254"
+    def end_hosts(self) -> list[str]:
+        return self.senders() + self.receivers()
+
+    def probe_pair(self) -> tuple[str, str]:
+        return "s1", dumbbell_address("d1")
+
+    def probe_route(self) -> list[str]:
+        return ["s1-up", "bottleneck-up", "d1-down", "d1-up", "bottleneck-down", "s1-down"]
 
     def _add(self, net: Mininet) -> None:
         left = net.addHost("left", cls=Router, ip=None)
         right = net.addHost("right", cls=Router, ip=None)
         net.addLink(left, right, intfName1="left-core", intfName2="right-core",
                     params1={"ip": "10.3.0.1/30"}, params2={"ip": "10.3.0.2/30"})
-        self.egress = {"bottleneck-up": Egress(left, "left-core", self.bottleneck["up"]),
-                       "bottleneck-down": Egress(right, "right-core", self.bottleneck["down"])}
+        self.egress = {
+            "bottleneck-up": self.egress_of(left, "left-core", self.bottleneck["up"]),
+            "bottleneck-down": self.egress_of(right, "right-core", self.bottleneck["down"])}
         for i in range(1, self.pairs + 1):
             self._add_access(net, f"s{i}", left, f"left-s{i}", up_at_host=True)
             self._add_access(net, f"d{i}", right, f"right-d{i}", up_at_host=False)
@@ -61,8 +66,8 @@ class Dumbbell(Topology):
         net.addLink(host, router, intfName1=f"{name}-eth0", intfName2=router_intf,
                     params1={"ip": f"{self.address(name)}/24"},
                     params2={"ip": f"{self.gateway(name)}/24"})
-        at_host = Egress(host, f"{name}-eth0", self.access)
-        at_router = Egress(router, router_intf, self.access)
+        at_host = self.egress_of(host, f"{name}-eth0", self.access)
+        at_router = self.egress_of(router, router_intf, self.access)
         self.egress[f"{name}-up"] = at_host if up_at_host else at_router
         self.egress[f"{name}-down"] = at_router if up_at_host else at_host
 

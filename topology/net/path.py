@@ -5,19 +5,21 @@ toward the server, `down` (server to client) on the interface toward the client.
 from __future__ import annotations
 
 from mininet.net import Mininet
+from mininet.node import Node
 
 from ..params import LinkShape
-from .base import Egress, Router, Topology
+from .addresses import CLIENT_GW, CLIENT_IP, SERVER_GW, SERVER_IP
+from .base import Router, Topology
 
-CLIENT_IP, CLIENT_GW = "10.0.1.1", "10.0.1.254"
-SERVER_IP, SERVER_GW = "10.0.2.1", "10.0.2.254"
+__all__ = ["CLIENT_IP", "SERVER_IP", "PathTopology"]
 
 
-class Path(Topology):
+class PathTopology(Topology):
     kind = "path"
 
-    def __init__(self, up: LinkShape, down: LinkShape | None = None) -> None:
-        super().__init__()
+    def __init__(self, up: LinkShape, down: LinkShape | None = None,
+                 mtu: int | None = None) -> None:
+        super().__init__(mtu)
         self.initial = {"up": up, "down": down if down is not None else up}
 
     def _add(self, net: Mininet) -> None:
@@ -28,21 +30,30 @@ class Path(Topology):
                     params1={"ip": f"{CLIENT_IP}/24"}, params2={"ip": f"{CLIENT_GW}/24"})
         net.addLink(router, server, intfName1="router-eth1", intfName2="server-eth0",
                     params1={"ip": f"{SERVER_GW}/24"}, params2={"ip": f"{SERVER_IP}/24"})
-        self.egress = {"up": Egress(router, "router-eth1", self.initial["up"]),
-                       "down": Egress(router, "router-eth0", self.initial["down"])}
+        self.egress = {"up": self.egress_of(router, "router-eth1", self.initial["up"]),
+                       "down": self.egress_of(router, "router-eth0", self.initial["down"])}
 
     def _routes(self) -> dict[str, list[list[str]]]:
         return {"client": [["ip", "route", "add", "default", "via", CLIENT_GW]],
                 "server": [["ip", "route", "add", "default", "via", SERVER_GW]]}
+
+    def end_hosts(self) -> list[str]:
+        return ["client", "server"]
+
+    def probe_pair(self) -> tuple[str, str]:
+        return "client", SERVER_IP
+
+    def probe_route(self) -> list[str]:
+        return ["up", "down"]
 
     def set_both(self, shape: LinkShape) -> None:
         """Shape both directions alike, as the studies did."""
         self.set_links({"up": shape, "down": shape})
 
     @property
-    def client(self):
+    def client(self) -> Node:
         return self.node("client")
 
     @property
-    def server(self):
+    def server(self) -> Node:
         return self.node("server")

@@ -9,20 +9,17 @@ import subprocess
 import sys
 from typing import Any
 
-from ..params import LinkShape
-from . import TOPOLOGIES
+from . import build
 from .base import Topology
 
 
 def from_spec(spec: dict[str, Any]) -> Topology:
-    kind = spec["topology"]
-    shape = LinkShape.from_dict(spec["shape"])
-    if kind == "path":
-        return TOPOLOGIES["path"](shape)
-    if kind == "dualpath":
-        return TOPOLOGIES["dualpath"](shape)
-    access = LinkShape.from_dict(spec.get("access") or {})
-    return TOPOLOGIES["dumbbell"](spec.get("pairs", 2), access, shape)
+    """The command line's one shape on every shaped direction but the dumbbell's access links,
+    which stay unshaped."""
+    shape = spec["shape"]
+    links = {"path": {"up": shape}, "dualpath": {"path1-up": shape},
+             "dumbbell": {"bottleneck-up": shape, "s1-up": {}}}[spec["topology"]]
+    return build({"kind": spec["topology"], "links": links, "pairs": spec.get("pairs", 2)})
 
 
 def describe(topology: Topology) -> str:

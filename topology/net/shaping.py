@@ -18,7 +18,8 @@ import math
 from ..params import LinkShape
 
 DELAY_LINE_LIMIT = 1_000_000
-FRAME_QUANTUM = 1514
+ETHERNET_HEADER = 14
+FRAME_QUANTUM = 1500 + ETHERNET_HEADER  # a full-size frame at the usual MTU
 PLACEHOLDER = "9999"
 
 
@@ -29,11 +30,10 @@ def _netem(dev: str, verb: str, shape: LinkShape) -> str:
             f"delay {delay_us}us loss random {loss_pct}%")
 
 
-def _rate_class(dev: str, verb: str, rate_bps: float) -> str:
+def _rate_class(dev: str, verb: str, rate_bps: float, frame_bytes: int) -> str:
     rate = round(rate_bps)
-    burst = FRAME_QUANTUM
     return (f"class {verb} dev {dev} parent 10: classid 10:1 htb rate {rate}bit ceil {rate}bit "
-            f"burst {burst}b cburst {burst}b quantum {FRAME_QUANTUM}")
+            f"burst {frame_bytes}b cburst {frame_bytes}b quantum {frame_bytes}")
 
 
 def _fifo(dev: str, verb: str, shape: LinkShape) -> str:
@@ -41,27 +41,29 @@ def _fifo(dev: str, verb: str, shape: LinkShape) -> str:
     return f"qdisc {verb} dev {dev} parent 10:1 handle 20: {kind} limit {shape.queue.limit}"
 
 
-def build(dev: str, shape: LinkShape) -> list[str]:
-    """tc lines that set up the whole tree on dev, replacing whatever was there."""
+def build(dev: str, shape: LinkShape, frame_bytes: int = FRAME_QUANTUM) -> list[str]:
+    """tc lines that set up the whole tree on dev, replacing whatever was there; the rate
+    limiter's bucket holds one frame of `frame_bytes` (the interface's MTU plus Ethernet)."""
     # Replacing the root with a placeholder first makes the delete succeed whatever was there.
     lines = [f"qdisc replace dev {dev} root handle {PLACEHOLDER}: pfifo",
              f"qdisc del dev {dev} root", _netem(dev, "add", shape)]
     if shape.rate_bps is not None:
         lines += [f"qdisc add dev {dev} parent 1:1 handle 10: htb default 1 r2q 1",
-                  _rate_class(dev, "add", shape.rate_bps), _fifo(dev, "add", shape)]
+                  _rate_class(dev, "add", shape.rate_bps, frame_bytes), _fifo(dev, "add", shape)]
     return lines
 
 
-def change(dev: str, old: LinkShape, new: LinkShape) -> list[str]:
+def change(dev: str, old: LinkShape, new: LinkShape,
+           frame_bytes: int = FRAME_QUANTUM) -> list[str]:
     """tc lines that turn old into new on a running interface without a rebuild."""
     if (old.rate_bps is None) != (new.rate_bps is None):
-        return build(dev, new)
+        return build(dev, new, frame_bytes)
     lines = []
     if (old.delay_s, old.loss) != (new.delay_s, new.loss):
         lines.append(_netem(dev, "change", new))
     if new.rate_bps is not None:
         if old.rate_bps != new.rate_bps:
-            lines.append(_rate_class(dev, "change", new.rate_bps))
+            lines.append(_rate_class(dev, "change", new.rate_bps, frame_bytes))
         if old.queue.unit != new.queue.unit:
             lines += [f"qdisc del dev {dev} parent 10:1 handle 20:", _fifo(dev, "add", new)]
         elif old.queue != new.queue:
