@@ -1,11 +1,11 @@
-"""Figures, speed-up tables and reports drawn from an experiment's result files alone
-(results/<experiment>/: summary.csv, runs.csv, meta.json, pcaps/, runs/), never from a live run.
+"""Figures, tables and reports drawn from an experiment's result files alone
+(results/<experiment>/: summary.csv, runs.csv, matrix.json, meta.json, pcaps/, runs/), never
+from a live run or the experiment file.
 
-  results.py   reads a result set and compares it with the experiment's full matrix
-  speedup.py   ratios of mean transfer times with their confidence, and whether they count
-  tshark.py    every tshark call of this package: time-sequence points, FTP lines decoded
-  figures.py   the matplotlib figures (transfer time vs loss, counters, time-sequence)
-  html.py      the self-contained HTML report
-  report.py    writes results/<experiment>/report/ from all of the above
-  cli.py       python3 -m analysis ...
-  wireshark/   the FTP-over-SCTP Lua dissector and coloring rules"""
+  results.py     reads a result set and compares it with the experiment's full matrix
+  report.py      writes results/<experiment>/report/: the common sections, and the workload's
+  html.py        the self-contained HTML page
+  ftp_mget/      the ftp-mget workload's figures and speed-ups (E1, E2)
+  bulk_flows/    the bulk-flows workload's tables and figures (E3)
+  cli.py         the report, speedup and decode commands of `testbed`
+  wireshark/     the FTP-over-SCTP Lua dissector and coloring rules"""

@@ -1,19 +1,28 @@
 """results/<experiment>/report/: the figures as PNG and PDF (with the numbers each plots as
-CSV), the speed-up tables as CSV, and report.html, which holds all of it and opens anywhere."""
+CSV), the workload's tables as CSV, and report.html, which holds all of it and opens anywhere.
+
+What every report has (completeness against the matrix, every point's metrics, parameters,
+kernel and tools, link checks, fidelity, runs and pcaps) is drawn here; what the workload
+measures is drawn by its own module (analysis/<workload>/: `build_figures`, `tables`,
+`sections`). A result folder of a workload without such a module still gets the common
+report."""
 from __future__ import annotations
 
 import csv
 import math
+import os
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from . import figures, html, speedup, tshark
-from .results import ResultSet, size_label
+from . import html
+from .results import ResultSet
 
-TIMESEQ_FILE = "timeseq"
+WORKLOAD_REPORTS = {"ftp-mget": ".ftp_mget", "bulk-flows": ".bulk_flows"}
 
 
 @dataclass
@@ -27,61 +36,22 @@ class Report:
     def html(self) -> Path:
         return self.folder / "report.html"
 
-
-def chosen_runs(results: ResultSet, run_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    """The runs drawn as time-sequence plots: those asked for, else one per series at the
-    experiment's highest loss and smallest file size on its first path, the run closest to
-    its point's mean (a typical run, not the best or worst)."""
-    by_id = {r["run_id"]: r for r in results.runs}
-    if run_ids:
-        missing = [r for r in run_ids if r not in by_id]
-        if missing:
-            raise KeyError(f"no such run in {results.root}/runs.csv: {', '.join(missing)}")
-        return [by_id[r] for r in run_ids]
-    ok = [r for r in results.runs if r["status"] == "ok" and r.get("pcap")]
-    if not ok:
-        return []
-    path = next((p for p in results.paths if any(r["key"].path == p for r in ok)), None)
-    ok = [r for r in ok if r["key"].path == path]
-    loss = max(r["key"].loss for r in ok)
-    size = min(r["key"].file_size for r in ok if r["key"].loss == loss)
-    chosen = []
-    for series in results.series():
-        candidates = [r for r in ok if r["key"].series == series and r["key"].loss == loss
-                      and r["key"].file_size == size]
-        if not candidates:
-            continue
-        point = results.point(candidates[0]["key"])
-        target = point.mean_s if point and point.usable else candidates[0]["transfer_time_s"]
-        chosen.append(min(candidates, key=lambda r: abs(r["transfer_time_s"] - target)))
-    return chosen
+    def figure_block(self, prefix: str, intro: str = "") -> str:
+        """Every figure whose name starts with prefix, with links to its PDF and numbers."""
+        parts = []
+        for stem in self.figures:
+            if stem.startswith(prefix):
+                png = self.folder / f"{stem}.png"
+                parts.append(f"<p>{html.image(png, stem)}<br>"
+                             f'<a href="{stem}.pdf">{stem}.pdf</a> · '
+                             f'<a href="{stem}.data.csv">plotted numbers</a></p>')
+        return intro + "".join(parts) if parts else "<p>No data.</p>"
 
 
-def build_figures(results: ResultSet, log_scale: bool = False,
-                  run_ids: list[str] | None = None, problems: list[str] | None = None
-                  ) -> dict[str, Figure]:
-    problems = problems if problems is not None else []
-    out: dict[str, Figure] = {}
-    for path in results.paths:
-        if any(p.key.path == path for p in results.points):
-            out[f"transfer_time_{path}"] = figures.transfer_time_figure(results, path, log_scale)
-        if any(r["key"].path == path and r["status"] == "ok" for r in results.runs):
-            out[f"counters_{path}"] = figures.counters_figure(results, path)
-    panels = []
-    for run in chosen_runs(results, run_ids):
-        pcap = results.root / run["pcap"]
-        transport = "tcp" if run["key"].variant == "tcp" else "sctp"
-        try:
-            seq = tshark.time_sequence(pcap, transport)
-        except (tshark.TsharkError, OSError) as error:
-            problems.append(f"time-sequence of {run['run_id']}: {error}")
-            continue
-        panels.append((f"{run['run_id']} ({run['transfer_time_s']:.3g} s)", seq))
-    if panels:
-        out[TIMESEQ_FILE] = figures.time_sequence_figure(
-            f"{results.name}: time-sequence of chosen runs (data from the server, client's "
-            "cumulative acks)", panels)
-    return out
+def workload_report(kind: str) -> ModuleType | None:
+    """The workload's report module, None for a workload that has none."""
+    return import_module(WORKLOAD_REPORTS[kind], __package__) if kind in WORKLOAD_REPORTS \
+        else None
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> Path:
@@ -100,130 +70,102 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
+def build_figures(results: ResultSet, log_scale: bool = False,
+                  run_ids: list[str] | None = None, problems: list[str] | None = None
+                  ) -> dict[str, Figure]:
+    module = workload_report(results.workload)
+    if module is None:
+        return {}
+    return module.build_figures(results, log_scale, run_ids,
+                                problems if problems is not None else [])
+
+
 def write(results: ResultSet, out: Path | None = None, log_scale: bool = False,
           run_ids: list[str] | None = None) -> Report:
     report = Report(Path(out) if out else results.root / "report")
     report.folder.mkdir(parents=True, exist_ok=True)
+    module = workload_report(results.workload)
+    if module is None:
+        report.problems.append(f"no figures for the {results.workload!r} workload in this "
+                               "version of the testbed: the common report only")
     report.figures = build_figures(results, log_scale, run_ids, report.problems)
     for stem, fig in report.figures.items():
         fig.savefig(report.folder / f"{stem}.png", dpi=110)
         fig.savefig(report.folder / f"{stem}.pdf")
         write_csv(report.folder / f"{stem}.data.csv", fig.analysis_data)
-    rows = [s.row() for s in speedup.speedups(results)]
-    report.tables["speedup"] = write_csv(report.folder / "speedup.csv", rows, speedup.COLUMNS)
-    report.html.write_text(render(results, report, log_scale))
+    for name, (columns, rows) in (module.tables(results) if module else {}).items():
+        report.tables[name] = write_csv(report.folder / f"{name}.csv", rows, columns)
+    report.html.write_text(render(results, report, log_scale, module))
     return report
 
 
-def render(results: ResultSet, report: Report, log_scale: bool) -> str:
+def render(results: ResultSet, report: Report, log_scale: bool,
+           module: ModuleType | None) -> str:
     meta = results.meta
-    experiment = meta.get("experiment", {})
-    sections = [("Completeness", _completeness(results)),
-                ("Transfer time against loss", _figures(report, "transfer_time_", log_scale)),
-                ("Speed-ups", _speedups(results)),
-                ("Points", _points(results)),
-                ("Per-run diagnostics", _figures(report, "counters_", False)
-                 + _figures(report, TIMESEQ_FILE, False) + _diagnostics_note()),
-                ("Parameters", html.key_values({k: v for k, v in experiment.items()})),
-                ("Kernel, stack and tools", _environment(meta)),
-                ("Link checks", _link_checks(meta)),
-                ("Link fidelity", _fidelity(results)),
-                ("Runs and pcaps", _runs(results, report))]
+    sections = [("Completeness", _completeness(results, module))]
+    if module is not None:
+        sections += module.sections(results, report, log_scale)
+    sections += [("Points", _points(results)),
+                 ("Parameters", html.key_values(dict(results.experiment))),
+                 ("Kernel, stack and tools", _environment(meta)),
+                 ("Link checks", _link_checks(meta)),
+                 ("Link fidelity", _fidelity(results)),
+                 ("Runs and pcaps", _runs(results, report, module))]
     if report.problems:
         sections.insert(1, ("Problems", "<ul>" + "".join(
             f"<li>{html.esc(p)}</li>" for p in report.problems) + "</ul>"))
-    title = f"{results.name}: {experiment.get('description', 'experiment report')}"
+    title = f"{results.name}: {results.experiment.get('description', 'experiment report')}"
     return html.page(title, sections)
 
 
-def _completeness(results: ResultSet) -> str:
+def _metric_text(results: ResultSet, module: ModuleType | None) -> str:
+    if module is not None and hasattr(module, "metric_definition"):
+        return module.metric_definition(results)
+    metric = results.matrix.get("metric", "")
+    return f"{metric}: {results.matrix.get('metrics', {}).get(metric, '')}"
+
+
+def _completeness(results: ResultSet, module: ModuleType | None) -> str:
     missing, unfinished = results.missing(), results.unfinished()
-    intro = (f"<p>Metric: {html.esc(experiment_metric(results))}. Full matrix: "
-             f"{len(results.expected)} points (from {html.esc(results.expected_source)}); "
-             f"summary.csv has {len(results.points)}, runs.csv {len(results.runs)} runs.</p>")
+    intro = (f"<p>Workload: {html.esc(results.workload)}. Metric: "
+             f"{html.esc(_metric_text(results, module))}. Full matrix: {len(results.expected)} "
+             f"points (from {html.esc(results.expected_source)}); summary.csv has "
+             f"{len(results.summary)}, runs.csv {len(results.runs)} runs.</p>")
     if not missing and not unfinished:
         return intro + '<p class="ok">Complete: every point of the matrix has a finished ' \
                        "interval (tight or capped).</p>"
-    rows = [[k.path, k.loss, size_label(k.file_size), k.files, k.series, "missing", 0]
-            for k in missing]
-    rows += [[p.key.path, p.key.loss, size_label(p.key.file_size), p.key.files, p.key.series,
-              p.status or "unknown", p.n] for p in unfinished]
-    return (intro + f'<p class="warn">Partial result set: {len(missing)} of {len(results.expected)} '
-            f"points missing from summary.csv, {len(unfinished)} without a finished interval. Figures show what "
-            "exists (unfinished points hollow); tables mark them.</p>"
-            + html.table(["path", "loss", "size", "files", "variant", "state", "n"], rows))
-
-
-def experiment_metric(results: ResultSet) -> str:
-    experiment = results.meta.get("experiment", {})
-    return experiment.get("metric_definition") or results.metric
-
-
-def _figures(report: Report, prefix: str, log_scale: bool) -> str:
-    parts = []
-    for stem in report.figures:
-        if stem.startswith(prefix):
-            png = report.folder / f"{stem}.png"
-            parts.append(f"<p>{html.image(png, stem)}<br>"
-                         f'<a href="{stem}.pdf">{stem}.pdf</a> · '
-                         f'<a href="{stem}.data.csv">plotted numbers</a></p>')
-    if prefix.startswith("transfer") and parts:
-        scale = "logarithmic" if log_scale else "linear"
-        parts.insert(0, f"<p>Mean transfer time per point, error bars the 90% Student-t "
-                        f"interval (summary.csv ci90_half_s); {scale} time axis. Hollow "
-                        "markers: points without a finished interval.</p>")
-    return "".join(parts) or "<p>No data.</p>"
-
-
-def _speedups(results: ResultSet) -> str:
-    items = speedup.speedups(results)
-    if not items:
-        return "<p>No pair of variants to compare in this result set.</p>"
-    parts = ["<p>Speed-up of a variant over a baseline = baseline mean / variant mean (above 1: "
-             "the variant is faster). The interval is the range of ratios the two 90% "
-             "intervals allow; a ratio whose intervals overlap is <span class=ns>not "
-             "significant</span>. Also in <a href=\"speedup.csv\">speedup.csv</a>.</p>"]
-    for name in dict.fromkeys(s.comparison for s in items):
-        rows = []
-        for s in (s for s in items if s.comparison == name):
-            key = s.variant.key
-            css = "sig" if s.significant else "ns"
-            high = "inf" if not math.isfinite(s.high) else f"{s.high:.2f}"
-            rows.append([html.cell(key.path), html.cell(f"{key.files} x {size_label(key.file_size)}"),
-                         html.cell(key.loss), html.cell(s.variant.mean_s),
-                         html.cell(s.baseline.mean_s),
-                         f'<td class="num {css}">{s.ratio:.2f}</td>',
-                         f'<td class="num">[{s.low:.2f}, {high}]</td>',
-                         f'<td class="{css}">{html.esc(s.verdict)}</td>',
-                         html.cell("" if s.complete else "unfinished point")])
-        parts.append(f"<h3>{html.esc(name)}</h3>" + html.table(
-            ["path", "files", "loss", f"mean {s.variant.key.variant} (s)", "mean baseline (s)",
-             "speed-up", "90% range", "verdict", "note"], rows, raw=True))
-    return "".join(parts)
+    columns = results.point_columns
+    rows = [[p["key"], *[p.get(c) for c in columns], "missing", 0] for p in missing]
+    rows += [[p.get("point", ""), *[p.get(c) for c in columns], p.get("status") or "unknown",
+              p.get("n")] for p in unfinished]
+    return (intro + f'<p class="warn">Partial result set: {len(missing)} of '
+            f"{len(results.expected)} points missing from summary.csv, {len(unfinished)} "
+            "without a finished interval. Figures show what exists (unfinished points "
+            "hollow); tables mark them.</p>"
+            + html.table(["point", *columns, "state", "n"], rows))
 
 
 def _points(results: ResultSet) -> str:
-    rows = [[p.key.path, p.key.loss, size_label(p.key.file_size), p.key.files, p.key.series,
-             p.n, p.mean_s, p.sd_s, p.ci90_half_s, p.status, p.runs_failed, p.runs_flagged]
-            for p in results.points]
-    return html.table(["path", "loss", "size", "files", "variant", "n", "mean (s)", "sd (s)",
-                       "90% half-width (s)", "status", "failed runs", "flagged runs"], rows)
-
-
-def _diagnostics_note() -> str:
-    return ("<p>Counters are the means per counted run of runs.csv's connections, "
-            "retransmissions and timeouts. The capture is on the client's interface, so a "
-            "packet lost on its way to the client is never seen there: in the time-sequence "
-            "plots a retransmission is a TCP segment tshark flags as retransmitted or an SCTP "
-            "DATA chunk whose TSN is at or below the highest already seen in its association. "
-            "</p>")
+    """Every point with the deciding metric's mean and interval and every other metric's
+    mean; all of them in summary.csv."""
+    metric = results.matrix.get("metric") or "transfer_time_s"
+    others = [m for m in results.matrix.get("metrics", {}) if m != metric]
+    columns = results.point_columns
+    headers = [*columns, "n", f"{metric} mean", "sd", "90% half-width",
+               *[f"{m} mean" for m in others], "status", "failed runs", "flagged runs"]
+    rows = [[*[p.get(c) for c in columns], p.get("n"), p.get(f"{metric}_mean"),
+             p.get(f"{metric}_sd"), p.get(f"{metric}_ci90_half"),
+             *[p.get(f"{m}_mean") for m in others], p.get("status"), p.get("runs_failed"),
+             p.get("runs_flagged")] for p in results.summary]
+    return html.table(headers, rows)
 
 
 def _environment(meta: dict[str, Any]) -> str:
     testbed = meta.get("testbed", {})
     head = {"backend": meta.get("backend"), "kernel release": meta.get("kernel_release"),
-            "kernels seen": meta.get("kernels_seen"), "testbed commit": testbed.get("commit"),
-            "tree dirty": testbed.get("dirty"), "seed": meta.get("seed")}
+            "clock": meta.get("clock"), "kernels seen": meta.get("kernels_seen"),
+            "testbed commit": testbed.get("commit"), "tree dirty": testbed.get("dirty"),
+            "seed": meta.get("seed")}
     parts = [html.key_values(head), "<h3>sysctls</h3>", html.key_values(meta.get("sysctls") or {}),
              "<h3>profiles</h3>", html.key_values(meta.get("profiles") or {}),
              "<h3>tools</h3>", html.key_values(meta.get("tools") or {})]
@@ -236,7 +178,7 @@ def _link_checks(meta: dict[str, Any]) -> str:
         return "<p>No link checks in meta.json.</p>"
     columns = ["rate_bps", "delay_s", "rtt_configured_ms", "min_ms", "avg_ms", "max_ms",
                "mdev_ms", "sent", "received"]
-    return ("<p>Ping RTT of every rate and delay used, measured before the runs.</p>" +
+    return ("<p>Ping RTT of every link setting used, measured before the runs.</p>" +
             html.table(columns, [[c.get(k) for k in columns] for c in checks]))
 
 
@@ -259,26 +201,21 @@ def _fidelity(results: ResultSet) -> str:
             + html.table(columns, rows, raw=True))
 
 
-def _runs(results: ResultSet, report: Report) -> str:
+def _runs(results: ResultSet, report: Report, module: ModuleType | None) -> str:
+    metric = results.matrix.get("metric") or "transfer_time_s"
+    extra = list(getattr(module, "RUN_TABLE", ()))
     rows = []
     for run in results.runs:
         pcap = run.get("pcap") or ""
         link = ""
         if pcap:
-            rel = Path(_relative(results.root / pcap, report.folder))
+            rel = Path(os.path.relpath((results.root / pcap).resolve(), report.folder.resolve()))
             link = f'<a href="{html.esc(rel.as_posix())}">{html.esc(Path(pcap).name)}</a>'
         rows.append([html.cell(run["run_id"]), html.cell(run["status"]),
-                     html.cell(run["transfer_time_s"]), html.cell(run["connections"]),
-                     html.cell(run["retransmissions"]), html.cell(run["timeouts"]),
-                     html.cell(run["flagged"]), f"<td>{link}</td>",
+                     html.cell(run.get(metric)),
+                     *[html.cell(run.get(column)) for column, _ in extra],
+                     html.cell(run.get("flagged")), f"<td>{link}</td>",
                      html.cell(run.get("reasons") or run.get("notes") or "")])
-    note = ("<p>Open a pcap in Wireshark with FTP over SCTP decoded: "
-            "<code>wireshark -X lua_script:analysis/wireshark/ftp_sctp.lua FILE</code>.</p>")
-    return note + html.table(["run", "status", "transfer time (s)", "connections",
-                              "retransmissions", "timeouts", "flagged", "pcap", "notes"],
-                             rows, raw=True)
-
-
-def _relative(target: Path, start: Path) -> str:
-    import os
-    return os.path.relpath(target.resolve(), start.resolve())
+    note = module.pcap_note() if module is not None and hasattr(module, "pcap_note") else ""
+    return note + html.table(["run", "status", metric, *[label for _, label in extra],
+                              "flagged", "pcap", "notes"], rows, raw=True)

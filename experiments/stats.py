@@ -1,11 +1,12 @@
-"""Repetition statistics: Student-t confidence intervals and how many runs a point still needs.
-The one place the harness does statistics."""
+"""Statistics, in one place: Student-t confidence intervals, how many runs a point still needs,
+and the tests the benchmarks compare clocks with (Welch's t, one-way ANOVA)."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from statistics import fmean, stdev
 
+from scipy import stats as scipy_stats
 from scipy.stats import t as student_t
 
 
@@ -54,3 +55,24 @@ def runs_still_needed(samples: list[float], confidence: float, target_fraction: 
     wanted = math.ceil((z * ci.sd / (target_fraction * ci.mean)) ** 2)
     # at least one more, at most doubling per round so a noisy estimate cannot overshoot much
     return max(1, min(wanted - n, n, maximum - n))
+
+
+def constant(values: list[float]) -> bool:
+    return max(values) - min(values) <= 1e-9 * max(1.0, abs(max(values)))
+
+
+def welch_p(a: list[float], b: list[float]) -> float | None:
+    """Welch's two-sided t-test of equal means; None where either side has no spread (a
+    deterministic clock has none to test against)."""
+    if len(a) < 2 or len(b) < 2 or constant(a) or constant(b):
+        return None
+    return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def anova_p(groups: list[list[float]]) -> float | None:
+    """One-way ANOVA across groups: small when the groups differ by more than their members
+    vary; None with fewer than two groups of two or without spread."""
+    groups = [g for g in groups if len(g) > 1]
+    if len(groups) < 2 or all(constant(g) for g in groups):
+        return None
+    return float(scipy_stats.f_oneway(*groups).pvalue)

@@ -16,8 +16,9 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
-from .results import ResultSet, size_label  # noqa: E402
-from .tshark import TimeSequence  # noqa: E402
+from experiments.tshark.transport import TimeSequence  # noqa: E402
+
+from .results import FtpResults, size_label  # noqa: E402
 
 SERIES_STYLE: dict[str, dict[str, str]] = {
     "tcp": {"color": "#1f77b4", "marker": "o"},
@@ -44,14 +45,14 @@ def _rate(bps: float) -> str:
     return f"{bps / 1e6:g} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:g} kbit/s"
 
 
-def path_title(results: ResultSet, path: str) -> str:
+def path_title(results: FtpResults, path: str) -> str:
     info = results.path_info(path)
     if "rate_bps" in info:
         return f"{path} ({_rate(info['rate_bps'])}, {info['delay_s'] * 1000:g} ms one way)"
     return path
 
 
-def figure_title(results: ResultSet, path: str) -> str:
+def figure_title(results: FtpResults, path: str) -> str:
     variants = results.variants()
     if set(variants) <= {"tcp", "sctp-naive"}:
         kind = "FTP over TCP vs FTP over SCTP"        # E2 (fcs)
@@ -60,7 +61,7 @@ def figure_title(results: ResultSet, path: str) -> str:
     return f"{results.name}: {kind}, {path_title(results, path)}"
 
 
-def transfer_time_figure(results: ResultSet, path: str, log_scale: bool = False) -> Figure:
+def transfer_time_figure(results: FtpResults, path: str, log_scale: bool = False) -> Figure:
     """Transfer time against loss ratio on one path: a panel per file size, a line per variant
     (tcp per profile), error bars the 90% interval. Points with no finished interval are drawn
     hollow; points with no runs at all are absent (the report lists them)."""
@@ -111,7 +112,7 @@ def transfer_time_figure(results: ResultSet, path: str, log_scale: bool = False)
     return fig
 
 
-def counters_figure(results: ResultSet, path: str) -> Figure:
+def counters_figure(results: FtpResults, path: str) -> Figure:
     """Per variant, the mean per counted run of connections/associations opened,
     retransmissions and timeouts (from runs.csv): a row per counter, a panel per file size,
     bars grouped by loss ratio."""

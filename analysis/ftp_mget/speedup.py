@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .results import FINISHED, Point, PointKey, ResultSet, series_label, size_label
+from ..results import FINISHED
+from .results import FtpResults, Point, PointKey, series_label, size_label
 
 # (faster candidate, baseline): the speed-up of the first over the second.
 COMPARISONS: tuple[tuple[str, str], ...] = (
@@ -88,7 +89,7 @@ def comparison_name(variant: str, baseline: str, baseline_profile: str = "") -> 
     return f"{variant} over {base}"
 
 
-def speedups(results: ResultSet) -> list[SpeedUp]:
+def speedups(results: FtpResults) -> list[SpeedUp]:
     """Every comparison the result set allows, ordered by comparison, path, size, loss."""
     usable = {p.key: p for p in results.points if p.usable}
     out: list[SpeedUp] = []
@@ -109,7 +110,7 @@ def speedups(results: ResultSet) -> list[SpeedUp]:
     return out
 
 
-def _comparison_order(results: ResultSet) -> list[str]:
+def _comparison_order(results: FtpResults) -> list[str]:
     profiles = sorted({p.key.profile for p in results.points if p.key.variant == "tcp"})
     names = []
     for candidate, baseline in COMPARISONS:

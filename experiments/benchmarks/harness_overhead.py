@@ -1,4 +1,4 @@
-"""`make bench-harness`: how much of a batch's wall time goes to the harness rather than to
+"""`make bench-harness` (testbed bench harness): how much of a batch's wall time goes to the harness rather than to
 transfers, for the smoke experiment and for 100 runs of a one-second transfer, and the speed-up
 of two workers over one (on the one-second runs, whose work is the same in both). Prints a table and writes results/bench-harness.json.
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from topology.kernel.base import REPO_ROOT
 
-from . import spec
-from .coordinator import Harness
-from .ledger import Ledger
+from ..harness import spec
+from ..harness.coordinator import Harness
+from ..harness.ledger import Ledger
 
 OUTPUT = REPO_ROOT / "results" / "bench-harness.json"
 ONE_SECOND = """

@@ -19,7 +19,7 @@ Compared side by side for every point: transfer times (means and 90% intervals, 
 overlap; Welch's test on the batch means), the links' ping RTT before the runs, and the
 wall-time speed-up per path.
 
-    python3 -m experiments.harness.virtual_bench [--workers N] [--batches B] [--e1] [--out FILE]
+    testbed bench virtual-clock [--workers N] [--batches B] [--e1] [--out FILE]
 
 --e1 also runs one repetition of the full E1 matrix (experiments/multistream.toml) in virtual
 time and reports its measured wall time, with the real time the same runs would take: their
@@ -40,16 +40,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from scipy import stats as scipy_stats
-
 from topology.kernel import wake_latency
 from topology.kernel.uml_virtual import virtual_kernel
 
-from . import spec
-from .coordinator import Harness, PointState
-from .ledger import RESULTS_ROOT, Ledger
-from .spec import Experiment, Repetitions
-from .stats import interval
+from ..harness import spec
+from ..harness.coordinator import Harness, PointState
+from ..harness.ledger import RESULTS_ROOT, Ledger
+from ..harness.spec import Experiment
+from ..stats import anova_p, interval, welch_p
 
 BENCH_EXPERIMENT = "bench-virtual"
 DEFAULT_OUTPUT = RESULTS_ROOT / "bench-virtual.json"
@@ -117,30 +115,12 @@ def overlap(a: list[float] | None, b: list[float] | None) -> bool:
     return bool(a and b and a[0] <= b[1] and b[0] <= a[1])
 
 
-def constant(values: list[float]) -> bool:
-    return max(values) - min(values) <= 1e-9 * max(1.0, abs(max(values)))
-
-
-def welch_p(a: list[float], b: list[float]) -> float | None:
-    if len(a) < 2 or len(b) < 2 or constant(a) or constant(b):
-        return None  # a deterministic clock has no spread to test against
-    return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
-
-
-def batch_effect_p(batches: list[list[float]]) -> float | None:
-    """One-way ANOVA across batches: small when batches differ by more than their runs vary."""
-    groups = [b for b in batches if len(b) > 1]
-    if len(groups) < 2 or all(constant(g) for g in groups):
-        return None
-    return float(scipy_stats.f_oneway(*groups).pvalue)
-
-
 def compare_point(samples: dict[str, list[list[float]]], failures: dict[str, int],
                   point: dict[str, Any], confidence: float) -> dict[str, Any]:
     summaries = {clock: batch_summary(samples[clock], confidence) for clock in CLOCKS}
     real = summaries["real"]
     row: dict[str, Any] = {**point, **{f"{clock}_s": summaries[clock] for clock in CLOCKS},
-                           "real_batch_effect_p": batch_effect_p(samples["real"]),
+                           "real_batch_effect_p": anova_p(samples["real"]),
                            "failed": failures}
     for clock in COMPARED:
         other = summaries[clock]
@@ -163,8 +143,8 @@ def bench_paths(experiment: Experiment, workers: int, batches: int) -> list[dict
     """Each path on its own (the speed-up depends on the link rate), in batches that alternate
     the clocks."""
     rows = []
-    for path in experiment.paths:
-        one = replace(experiment, paths=(path,))
+    for path in experiment.network.entries:
+        one = replace(experiment, network=replace(experiment.network, entries=(path,)))
         runs: dict[str, list[dict[str, Any]]] = {clock: [] for clock in CLOCKS}
         for batch in range(1, batches + 1):
             for clock in CLOCKS:
@@ -208,14 +188,13 @@ def overhead_per_run(ledgers: list[Ledger]) -> dict[str, float]:
 
 def e1_one_repetition(workers: int, real_overhead_s: float, boot_s: float) -> dict[str, Any]:
     experiment = spec.load("multistream")
-    once = replace(experiment, repetitions=Repetitions(1, 1, experiment.repetitions.target_half_width,
-                                                       experiment.repetitions.confidence))
+    once = replace(experiment, repetitions=replace(experiment.repetitions, min=1, max=1))
     result = run_fresh(once, "virtual", workers, "e1-virtual")
     records = result["ledger"].finished()
     # a run stopped at its limit would have taken at least that long in real time too
     sessions = [r.get("client_wall_s") or experiment.run_timeout_s for r in records.values()]
     failed = sorted(k for k, r in records.items() if r["status"] != "ok")
-    real_serial = sum(sessions) + len(records) * real_overhead_s + boot_s * len(experiment.paths)
+    real_serial = sum(sessions) + len(records) * real_overhead_s + boot_s * len(experiment.network.entries)
     return {"runs": len(records), "failed": failed, "clock": result["meta"].get("clock"),
             "virtual_wall_s": result["wall_s"], "workers": workers,
             "sessions_virtual_s": sum(sessions),
@@ -261,8 +240,7 @@ def run(workers: int, batches: int, with_e1: bool, output: Path) -> dict[str, An
     experiment = spec.load(BENCH_EXPERIMENT)
     reps = experiment.repetitions
     per_batch = max(2, math.ceil(reps.min / batches))
-    batched = replace(experiment, repetitions=Repetitions(per_batch, per_batch,
-                                                          reps.target_half_width, reps.confidence))
+    batched = replace(experiment, repetitions=replace(reps, min=per_batch, max=per_batch))
     paths = bench_paths(batched, workers, batches)
     points = [p for row in paths for p in row["points"]]
     report: dict[str, Any] = {
@@ -301,7 +279,7 @@ def run(workers: int, batches: int, with_e1: bool, output: Path) -> dict[str, An
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m experiments.harness.virtual_bench",
+    parser = argparse.ArgumentParser(prog="testbed bench virtual-clock",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=2)

@@ -9,7 +9,7 @@ The workload is kernel-level: bulk_probe downloads of E1 sizes (many 10 KiB file
 connections one after the other, 1 MiB over TCP, 200 KiB over SCTP). `make bench-virtual`
 compares the FTP programs themselves, through the harness.
 
-    python3 -m topology.fidelity.virtual_bench [--reps N] [--quick] [--out FILE]
+    testbed bench virtual-links [--reps N] [--quick] [--out FILE]
 
 Scheduling on 2 cores: the real-time satellite job (the longest, nearly idle) runs in one lane;
 the other real-time jobs, then the virtual ones one at a time, run in the other, so a virtual
@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
+from topology.fidelity.cases import E1_PATHS
+from topology.fidelity.targets import payload_per_frame
+from topology.kernel import open_backend
+from topology.kernel.base import REPO_ROOT
+from topology.params import ETHERNET_FRAME_MAX
 
-from ..kernel import open_backend
-from ..kernel.base import REPO_ROOT
-from .plan import E1_PATHS
-from .targets import payload_per_frame
-from ..params import ETHERNET_FRAME_MAX
+from ..stats import interval
 
 DEFAULT_OUTPUT = REPO_ROOT / "results" / "bench-virtual-links.json"
 LOSSES = (0.0, 0.03, 0.10)
@@ -149,12 +149,10 @@ def run_jobs(paths: list[str], reps: int, quick: bool) -> dict[str, dict[str, An
 
 # -- statistics ------------------------------------------------------------------------------
 def summary(values: list[float]) -> dict[str, Any]:
-    n = len(values)
-    mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n) if n > 1 else math.inf
-    return {"n": n, "mean": mean, "sd": sd, "ci90": [mean - half, mean + half],
-            "values": values}
+    ci = interval(values, CONFIDENCE)
+    sd = ci.sd if math.isfinite(ci.sd) else 0.0
+    return {"n": ci.n, "mean": ci.mean, "sd": sd,
+            "ci90": [ci.mean - ci.half_width, ci.mean + ci.half_width], "values": values}
 
 
 def overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -320,7 +318,7 @@ def run(reps: int = 5, quick: bool = False, output: Path = DEFAULT_OUTPUT,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m topology.fidelity.virtual_bench",
+    parser = argparse.ArgumentParser(prog="testbed bench virtual-links",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5, help="repetitions per point (default 5)")

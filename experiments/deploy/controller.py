@@ -1,16 +1,16 @@
 """What the playbooks do on the controller, as one command with a subcommand per step:
 
-    python3 -m topology.deploy.controller tc --up-dev IF --down-dev IF --rate R --delay D
-                                             --loss L --queue Q --out FILE
-    python3 -m topology.deploy.controller source --out DIR
-    python3 -m topology.deploy.controller dataset --size B --count N --seed S --out DIR
-    python3 -m topology.deploy.controller analyse RUN_DIR --variant V --client-ip A
-                                                  --manifest FILE
-    python3 -m topology.deploy.controller mgmt-check PCAP --port 22
+    testbed controller tc --up-dev IF --down-dev IF --rate R --delay D --loss L --queue Q
+                          --out FILE
+    testbed controller source --out DIR
+    testbed controller dataset --size B --count N --seed S --out DIR
+    testbed controller analyse RUN_DIR --variant V --client-ip A --manifest FILE
+    testbed controller mgmt-check PCAP --port 22
 
 Each step writes files and prints one JSON line saying what it wrote or found; the router's
-shaping comes from topology/net/shaping.py and the pcap analysis from experiments/harness, so
-a deployed point and an emulated one are shaped and read alike."""
+shaping comes from topology/net/shaping.py, the nodes run experiments/procedure.py and the
+pcap analysis is the ftp-mget workload's, so a deployed point and an emulated one are run,
+shaped and read alike."""
 from __future__ import annotations
 
 import argparse
@@ -25,9 +25,9 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from ..params import LinkShape
+from topology.kernel.base import REPO_ROOT
+from topology.params import LinkShape
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 FTP_IMPL = REPO_ROOT / "ftp-impl"
 SOURCE_ARCHIVE = "ftp-impl-src.tar.gz"
 # The same archive as text: small enough to travel as a task's input, which saves the
@@ -42,7 +42,7 @@ LINUX_SCTP_RTO_MIN_S = 1.0
 def tc_lines(up_dev: str, down_dev: str, shape: LinkShape) -> list[str]:
     """The router's two egresses shaped alike, as `path` shapes them (Path.set_both)."""
     # Imported here: topology.net brings Mininet in, which the other steps do not need.
-    from ..net import shaping
+    from topology.net import shaping
 
     return shaping.build(up_dev, shape) + shaping.build(down_dev, shape)
 
@@ -100,7 +100,7 @@ def _normalised(member: tarfile.TarInfo) -> tarfile.TarInfo:
 def write_dataset(args: argparse.Namespace) -> dict[str, Any]:
     """The harness's data set (same content and digests as an emulated run of the point),
     archived as NAME/ (the files served) beside NAME.sha256 (sha256sum's format)."""
-    from experiments.harness.dataset import ensure
+    from ..workloads.dataset import ensure
 
     out = Path(args.out)
     data = ensure(out / "cache", args.size, args.count, args.seed)
@@ -133,28 +133,24 @@ def unpack(bundle: Path, into: Path) -> None:
 
 
 def analyse(run_dir: Path, variant: str, client_ip: str, manifest: Path) -> dict[str, Any]:
-    """A fetched run read the harness's way: downloads checked against the data set's
-    digests, the transfer time from the client's pcap and from its own events."""
-    from experiments.harness import analyze, pcap
-    from experiments.harness.dataset import verify_download
+    """A fetched run read the harness's way (the ftp-mget workload's `measure`): downloads
+    checked against the data set's digests, the transfer time from the client's pcap and
+    from its own events."""
+    from ..workloads.dataset import verify_download
+    from ..workloads.ftp_mget import measure
 
     bundle = run_dir / CLIENT_BUNDLE
     if bundle.exists():
         unpack(bundle, run_dir)
     expected = json.loads(manifest.read_text())
     problems = verify_download(run_dir / "downloads", expected)
-    transport = "tcp" if variant == "tcp" else "sctp"
     capture = run_dir / "client.pcap"
     row: dict[str, Any] = {"variant": variant, "files_expected": len(expected),
-                           "download_problems": problems, "transfer_time_s": None}
+                           "download_problems": problems,
+                           **measure(run_dir, capture if capture.exists() else None, variant,
+                                     METRIC, LINUX_SCTP_RTO_MIN_S, client_ip)}
     if capture.exists():
-        channel = pcap.control_channel(capture, transport)
-        row["transfer_time_s"] = analyze.pcap_interval(channel, METRIC)
-        row.update(vars(pcap.counters(capture, transport, client_ip, LINUX_SCTP_RTO_MIN_S)))
         row["pcap_bytes"] = capture.stat().st_size
-    row["client_time_s"] = analyze.client_interval(analyze.client_events(run_dir), METRIC)
-    if row["transfer_time_s"] is not None and row["client_time_s"] is not None:
-        row["pcap_client_diff_ms"] = 1000 * (row["transfer_time_s"] - row["client_time_s"])
     row["status"] = "ok" if not problems and row["transfer_time_s"] is not None else "failed"
     (run_dir / "analysis.json").write_text(json.dumps(row, indent=1))
     return row
@@ -162,9 +158,9 @@ def analyse(run_dir: Path, variant: str, client_ip: str, manifest: Path) -> dict
 
 def mgmt_traffic(capture: Path, port: int) -> dict[str, Any]:
     """Packets on the management network that are not SSH (TCP to or from `port`)."""
-    from experiments.harness.pcap import tshark
+    from ..tshark import fields
 
-    rows = tshark(capture, ["frame.number", "ip.src", "ip.dst", "ip.proto", "tcp.srcport",
+    rows = fields(capture, ["frame.number", "ip.src", "ip.dst", "ip.proto", "tcp.srcport",
                             "tcp.dstport", "_ws.col.Protocol"], "frame")
     other = [r for r in rows if not (r[3] == "6" and str(port) in (r[4], r[5]))
              and r[6] != "ARP"]
@@ -173,7 +169,7 @@ def mgmt_traffic(capture: Path, port: int) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python3 -m topology.deploy.controller",
+    parser = argparse.ArgumentParser(prog="testbed controller",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="step", required=True)

@@ -1,12 +1,12 @@
 """Deploy to the emulated nodes and run one point over SSH, as on a lab (`make deploy-emulated`).
 
-Boots the pinned kernel, where topology/deploy/inside.py brings up the path, the management
+Boots the pinned kernel, where lab_in_kernel.py brings up the path, the management
 network and each node's sshd, and runs deploy.yml, shape.yml and run_point.yml against
 playbooks/inventories/emulated.yml. Back on the host it checks that only SSH crossed the
 management network and prints what each step took.
 
-    python3 -m topology.deploy.emulated [--out DIR] [--variant V] [--rate R] [--delay D]
-                                        [--loss L] [--queue Q] [--files N] [--file-size B]"""
+    testbed deploy-emulated [--out DIR] [--variant V] [--rate R] [--delay D] [--loss L]
+                            [--queue Q] [--files N] [--file-size B]"""
 from __future__ import annotations
 
 import argparse
@@ -16,12 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..kernel import BackendError, open_backend
-from .controller import REPO_ROOT, mgmt_traffic
+from topology.kernel import BackendError, open_backend
+from topology.kernel.base import default_results_root
+
+from .controller import mgmt_traffic
 
 PYTHON = "/usr/bin/python3"
 PLAYBOOKS = ("deploy.yml", "shape.yml", "run_point.yml")
-DEFAULT_OUT = REPO_ROOT / "results" / "ansible" / "emulated"
+DEFAULT_OUT = default_results_root() / "ansible" / "emulated"
 # Ansible's controller, three sshd and the Python of each module run side by side.
 MEMORY = "512M"
 SSH_PORT = 22
@@ -53,7 +55,7 @@ def deploy(out: Path, extra_vars: dict[str, Any], timeout_s: float,
     spec.write_text(json.dumps({"out": str(out), "extra_vars": extra_vars,
                                 "playbooks": list(playbooks)}, indent=1))
     result = open_backend("uml", memory=MEMORY).run(
-        [PYTHON, "-m", "topology.deploy.inside", str(spec)], timeout_s=timeout_s, stream=stream)
+        [PYTHON, "-m", "experiments.deploy.lab_in_kernel", str(spec)], timeout_s=timeout_s, stream=stream)
     summary_file = out / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
     report: dict[str, Any] = {"returncode": result.returncode,
@@ -93,7 +95,7 @@ def describe(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m topology.deploy.emulated",
+    parser = argparse.ArgumentParser(prog="testbed deploy-emulated",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)

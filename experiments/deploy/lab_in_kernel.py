@@ -6,7 +6,7 @@ ansible-playbook runs each playbook from the root namespace (the controller) ove
 did goes to SPEC's `out` directory: summary.json (timings, RTT after shaping, the router's
 qdiscs), one log per playbook and the management capture.
 
-    python3 -m topology.deploy.inside SPEC.json"""
+    python3 -m experiments.deploy.lab_in_kernel SPEC.json"""
 from __future__ import annotations
 
 import json
@@ -20,7 +20,8 @@ from typing import Any
 
 from topology.fidelity import probes
 from topology.net.management import BRIDGE, STATE, ManagementNetwork
-from topology.net.path import SERVER_IP, Path
+from topology.net.addresses import SERVER_IP
+from topology.net.path import PathTopology
 from topology.params import LinkShape
 
 PLAYBOOKS = FsPath(__file__).resolve().parents[2] / "playbooks"
@@ -74,7 +75,7 @@ def main(spec_file: str) -> int:
                                  "testbed_controller_dir": str(STATE / "controller")}))
     try:
         # Unshaped at first: shape.yml shapes the router, as on a lab.
-        with Path(LinkShape()) as path:
+        with PathTopology(LinkShape()) as path:
             summary["timings_s"]["path_build"] = path.timings_s["build"]
             with ManagementNetwork({n.name: n for n in path.net.hosts}) as mgmt:
                 summary["timings_s"]["management_start"] = mgmt.timings_s["start"]

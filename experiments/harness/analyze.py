@@ -1,10 +1,10 @@
-"""One run's row: its record from inside the kernel, its pcap read with tshark, its client
-events, joined into the fields of runs.csv. Written beside the record as analysis.json, so a
-run is analysed once however often the tables are rebuilt."""
+"""One run's row: its record from inside the kernel joined with what its workload reads from
+its pcap (through experiments.tshark) and from its programs' event logs, into the fields of
+runs.csv. Written beside the record as analysis.json, so a run is analysed once however often
+the tables are rebuilt."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -12,55 +12,19 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from topology.net.path import CLIENT_IP
-
-from . import pcap
+from ..tshark import TsharkError
 from .ledger import Ledger
 from .spec import Experiment
 
 ANALYSIS = "analysis.json"
-AGREEMENT_S = 0.001
-# Bumped whenever the reading of pcaps changes, so cached analyses are redone.
-ANALYSIS_VERSION = 4
+# Bumped whenever this generic part changes; each workload has its own version beside it.
+ANALYSIS_VERSION = 5
 WORKERS_ENV = "TESTBED_ANALYSIS_WORKERS"
 PROGRESS_ABOVE = 20  # pending runs; fewer take seconds, and a line each time would be noise
 
 
 class AnalysisError(RuntimeError):
     """A setting of the analysis is wrong (not a run that failed to analyse)."""
-
-
-def client_events(run_dir: Path) -> list[dict[str, Any]]:
-    events = []
-    log = run_dir / "client.jsonl"
-    if log.exists():
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return events
-
-
-def client_interval(events: list[dict[str, Any]], metric: str) -> float | None:
-    end = next((e["t"] for e in reversed(events) if e.get("event") == "last_226"), None)
-    if metric == "nlst150-to-last226":
-        start = next((e["t"] for e in events if e.get("event") == "nlst_150"), None)
-    else:
-        start = next((e["t"] for e in events if e.get("event") == "command"
-                      and e.get("cmd") in pcap.DATA_SETUP_COMMANDS), None)
-    return None if start is None or end is None else end - start
-
-
-def pcap_interval(channel: pcap.ControlChannel, metric: str) -> float | None:
-    end = channel.last_reply(226)
-    if metric == "nlst150-to-last226":
-        start = channel.first_reply(150)
-    else:
-        start = channel.first_command(pcap.DATA_SETUP_COMMANDS)
-    if start is None or end is None or not math.isfinite(end - start):
-        return None  # a reply never whole in the capture: no measurement, never a number
-    return end - start
 
 
 def capture_of(run_dir: Path, record: dict[str, Any]) -> Path | None:
@@ -72,45 +36,38 @@ def capture_of(run_dir: Path, record: dict[str, Any]) -> Path | None:
     return run_dir.parent.parent / "pcaps" / f"{run_dir.name}.pcap"
 
 
+def version(experiment: Experiment) -> str:
+    return f"{ANALYSIS_VERSION}.{experiment.kind.analysis_version}"
+
+
 def analyse(experiment: Experiment, run_dir: Path, record: dict[str, Any]) -> dict[str, Any]:
-    variant = record["variant"]
-    transport = "tcp" if variant == "tcp" else "sctp"
-    row: dict[str, Any] = {"transfer_time_s": None, "client_time_s": None,
-                           "pcap_client_diff_ms": None, "flagged": False, "notes": ""}
-    notes = []
-    events = client_events(run_dir)
-    row["client_time_s"] = client_interval(events, experiment.metric)
+    workload = experiment.kind
+    row: dict[str, Any] = {column: None for column in workload.run_columns}
+    row["flagged"] = False
+    notes: list[str] = []
     capture = capture_of(run_dir, record)
     if capture is not None and capture.exists():
         row["pcap_bytes"] = capture.stat().st_size
-        try:
-            channel = pcap.control_channel(capture, transport)
-            row["transfer_time_s"] = pcap_interval(channel, experiment.metric)
-            rto_floor = experiment.sctp.get("rto_min_ms", 1000) / 1000
-            row.update(vars(pcap.counters(capture, transport, CLIENT_IP, rto_floor)))
-        except pcap.PcapError as error:
-            notes.append(str(error))
     else:
+        capture = None
         notes.append("no pcap")
-    if record["status"] == "ok" and row["transfer_time_s"] is None:
-        notes.append("the measured instants are not in the pcap")
-    if row["transfer_time_s"] is not None and row["client_time_s"] is not None:
-        diff = row["transfer_time_s"] - row["client_time_s"]
-        row["pcap_client_diff_ms"] = 1000 * diff
-        if abs(diff) > AGREEMENT_S:
-            row["flagged"] = True
-            notes.append(f"pcap and client disagree by {1000 * diff:+.2f} ms")
+    try:
+        measured = workload.analyse(experiment, run_dir, record, capture)
+        notes += measured.pop("notes", [])
+        row.update(measured)
+    except TsharkError as error:
+        notes.append(str(error))
     row["notes"] = "; ".join(notes)
     return row
 
 
-def current(run_dir: Path) -> dict[str, Any] | None:
+def current(run_dir: Path, expected: str) -> dict[str, Any] | None:
     """The run's cached analysis, or None when it must be redone: missing, older than the
-    record (the run was redone or merged over) or of another ANALYSIS_VERSION."""
+    record (the run was redone or merged over) or of another analysis version."""
     cached = run_dir / ANALYSIS
     if cached.exists() and cached.stat().st_mtime >= (run_dir / "result.json").stat().st_mtime:
         row = json.loads(cached.read_text())
-        if row.get("analysis_version") == ANALYSIS_VERSION:
+        if row.get("analysis_version") == expected:
             return row
     return None
 
@@ -118,7 +75,7 @@ def current(run_dir: Path) -> dict[str, Any] | None:
 def analyse_into_cache(experiment: Experiment, run_dir: Path,
                        record: dict[str, Any]) -> dict[str, Any]:
     row = analyse(experiment, run_dir, record)
-    row["analysis_version"] = ANALYSIS_VERSION
+    row["analysis_version"] = version(experiment)
     # atomic: an interrupted write leaves the old cache or none, never half a file
     partial = (run_dir / ANALYSIS).with_suffix(".tmp")
     partial.write_text(json.dumps(row, indent=1))
@@ -160,8 +117,9 @@ def _complete(experiment: Experiment, ledger: Ledger, records: dict[str, dict[st
               workers: int | None) -> tuple[dict[str, dict[str, Any]], int]:
     rows: dict[str, dict[str, Any]] = {}
     pending = []
+    expected = version(experiment)
     for run_id, record in records.items():
-        row = current(ledger.run_dir(run_id))
+        row = current(ledger.run_dir(run_id), expected)
         if row is None:
             pending.append((run_id, record))
         else:

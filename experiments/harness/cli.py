@@ -1,20 +1,17 @@
-"""The harness's command line.
+"""The harness's commands, part of `testbed` (testbed/cli.py):
 
-  python3 -m experiments.harness run NAME [--workers N] [--kernel K]   run (or resume) it
-          [--points FILE] [--host NAME]                                  only these points
-  python3 -m experiments.harness validate NAME                         check the file only
-  python3 -m experiments.harness plan NAME [--json]                    points and first round
-  python3 -m experiments.harness tables NAME                           rebuild the CSVs
-  python3 -m experiments.harness assign|bundle|merge NAME ...          fan-out over hosts
-                                                                       (see fanout.py)"""
+  testbed run EXP [--workers N] [--kernel K] [--points FILE] [--host NAME]   run or resume
+  testbed validate EXP                    check the file, run nothing
+  testbed plan EXP [--json]               the points and what the first round runs
+  testbed tables EXP                      rebuild runs.csv, summary.csv, matrix.json, meta.json
+  testbed assign|bundle|merge EXP ...     fan an experiment out over hosts (fanout.py)"""
 from __future__ import annotations
 
 import argparse
 import json
-import signal
-import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError
@@ -24,79 +21,79 @@ from .analyze import AnalysisError
 from .coordinator import Harness, HarnessError
 from .ledger import RESULTS_ROOT, Ledger
 
+ERRORS = (spec.SpecError, ParameterError, HarnessError, BackendError, merge.MergeError,
+          AnalysisError)
+Command = Callable[[str, str, str], argparse.ArgumentParser]
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python3 -m experiments.harness", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run or resume an experiment")
-    run.add_argument("experiment", help="a name in experiments/ or a .toml file")
+
+def add_commands(command: Command) -> None:
+    """`command(name, help, example)` makes a subcommand's parser."""
+    run = command("run", "run or resume an experiment",
+                  "testbed run demo --workers 2   # interrupted? the same command resumes")
+    _experiment_arguments(run)
     run.add_argument("--workers", type=int, default=None,
                      help="pinned kernels at once (default: one per core)")
     run.add_argument("--kernel", choices=BACKEND_NAMES, default=None,
                      help="kernel backend (default: $KERNEL or uml)")
-    run.add_argument("--results", type=Path, default=RESULTS_ROOT,
-                     help="results root (default: results/)")
     run.add_argument("--points", type=Path, default=None,
                      help="run only the point keys in this file (one a line); the runs of "
                           "other points are left as they are")
     run.add_argument("--host", default=None,
                      help="the name each run records as the host that ran it "
                           "(default: this machine's hostname)")
-    for name in ("validate", "plan", "tables"):
-        command = sub.add_parser(name)
-        command.add_argument("experiment")
-        command.add_argument("--results", type=Path, default=RESULTS_ROOT)
-        if name == "plan":
-            command.add_argument("--json", action="store_true",
-                                 help="points with their finished and still needed runs, and "
-                                      "the finished run ids, as one JSON object")
-    fanout.add_commands(sub, RESULTS_ROOT)
+    _experiment_arguments(command("validate", "check an experiment file, run nothing",
+                                  "testbed validate experiments/fairness.toml"))
+    plan = command("plan", "list an experiment's points and what its first round runs",
+                   "testbed plan smoke --json")
+    _experiment_arguments(plan)
+    plan.add_argument("--json", action="store_true",
+                      help="points with their finished and still needed runs, and the "
+                           "finished run ids, as one JSON object")
+    _experiment_arguments(command("tables", "rebuild runs.csv, summary.csv, matrix.json and "
+                                            "meta.json from the finished runs",
+                                  "testbed tables multistream"))
+    fanout.add_commands(command, _experiment_arguments)
+
+
+def _experiment_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("experiment", help="a name in experiments/ or a .toml file")
+    parser.add_argument("--results", type=Path, default=RESULTS_ROOT,
+                        help="results root (default: results/)")
+    parser.set_defaults(handler=handle)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    args = build_parser().parse_args(argv)
-    try:
-        experiment = spec.load(args.experiment)
-        only = getattr(args, "points", None)
-        harness = Harness(experiment, getattr(args, "workers", None),
-                          getattr(args, "kernel", None),
-                          Ledger.for_experiment(experiment.name, args.results),
-                          only=sorted(merge.read_ids(only)) if only else None,
-                          host=getattr(args, "host", None))
-        if args.command == "validate":
-            print(f"{experiment.file}: valid, {len(harness.points)} points")
-            return 0
-        if args.command in fanout.COMMANDS:
-            return fanout.main(args, harness)
-        if args.command == "plan" and args.json:
-            print(json.dumps({"name": experiment.name, "file": str(experiment.file),
-                              "points": fanout.pending(harness),
-                              "finished": sorted(harness.ledger.finished())}))
-            return 0
-        if args.command == "plan":
-            for key in harness.points:
-                print(key)
-            reps = experiment.repetitions
-            print(f"{len(harness.points)} points; {reps.min} to {reps.max} runs each, until the "
-                  f"{reps.confidence:.0%} interval is within {reps.target_half_width:.0%} "
-                  "of the mean")
-            return 0
-        if args.command == "tables":
-            from . import tables
-            print(tables.write(experiment, harness.ledger, harness.states()))
-            return 0
-        started = time.monotonic()
-        out = harness.run()
-        print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}")
+def handle(args: argparse.Namespace) -> int:
+    experiment = spec.load(args.experiment)
+    only = getattr(args, "points", None)
+    harness = Harness(experiment, getattr(args, "workers", None), getattr(args, "kernel", None),
+                      Ledger.for_experiment(experiment.name, args.results),
+                      only=sorted(merge.read_ids(only)) if only else None,
+                      host=getattr(args, "host", None))
+    if args.command == "validate":
+        print(f"{experiment.file}: valid, a {experiment.workload} workload on "
+              f"{experiment.topology}, {len(harness.points)} points")
         return 0
-    except (spec.SpecError, ParameterError, HarnessError, BackendError,
-            merge.MergeError, AnalysisError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: finished runs are kept; run the same command to resume",
-              file=sys.stderr)
-        return 130
+    if args.command in fanout.COMMANDS:
+        return fanout.main(args, harness)
+    if args.command == "plan" and args.json:
+        print(json.dumps({"name": experiment.name, "file": str(experiment.file),
+                          "points": fanout.pending(harness),
+                          "finished": sorted(harness.ledger.finished())}))
+        return 0
+    if args.command == "plan":
+        for key in harness.points:
+            print(key)
+        reps = experiment.repetitions
+        print(f"{len(harness.points)} points; {reps.min} to {reps.max} runs each, until the "
+              f"{reps.confidence:.0%} interval of {reps.metric} is within "
+              f"{reps.target_half_width:.0%} of the mean")
+        return 0
+    if args.command == "tables":
+        from . import tables
+        print(tables.write(experiment, harness.ledger, harness.states()))
+        return 0
+    started = time.monotonic()
+    out = harness.run()
+    print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}")
+    return 0

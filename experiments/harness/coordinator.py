@@ -16,21 +16,18 @@ from typing import Any
 
 from topology.kernel import BackendError, open_backend
 from topology.kernel.uml import stop_all
-from topology.kernel.base import REPO_ROOT
 
-from . import dataset, stats, tables
+from .. import stats
+from ..workloads.base import Point, WorkloadError
+from . import tables
 from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
-from .plan import Point, estimated_seconds, points
 from .profiles import sysctls_for
 from .progress import Progress
 from .spec import Experiment
 
-FTPD = REPO_ROOT / "ftp-impl" / "build" / "ftpd"
-FTPC = REPO_ROOT / "ftp-impl" / "build" / "ftpc"
 PYTHON = "/usr/bin/python3"
 KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel's tmpfs
-DOWNLOADS = "/run/testbed-downloads"
 MAX_FAILURES_PER_POINT = 3
 BATCH_OVERHEAD_S = 300.0
 
@@ -42,9 +39,14 @@ class HarnessError(RuntimeError):
 @dataclass
 class PointState:
     point: Point
-    samples: list[float]
+    values: dict[str, list[float]]   # every metric's values over the runs that count
     reps: list[int]
     failures: int
+    metric: str                      # the one that decides when the point is tight
+
+    @property
+    def samples(self) -> list[float]:
+        return self.values[self.metric]
 
     def needed(self, experiment: Experiment) -> int:
         if self.failures >= MAX_FAILURES_PER_POINT and len(self.samples) < experiment.repetitions.min:
@@ -65,37 +67,31 @@ class Harness:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.kernel = kernel
         self.ledger = ledger or Ledger.for_experiment(experiment.name)
-        self.points = {p.key: p for p in points(experiment)}
+        self.workload = experiment.kind
+        self.points = {p.key: p for p in experiment.points()}
         if only is not None:
             unknown = sorted(set(only) - set(self.points))
             if unknown:
                 raise HarnessError(
                     f"not points of {experiment.name}: {', '.join(unknown[:5])} (list them with "
-                    f"`python3 -m experiments.harness plan {experiment.file}`)")
+                    f"`testbed plan {experiment.file}`)")
             self.points = {key: p for key, p in self.points.items() if key in set(only)}
         self.host = host or socket.gethostname()
-        self.data: dict[int, dataset.DataSet] = {}
+        self.prepared: Any = None
         self._testbed: dict[str, Any] | None = None
 
     # -- the whole experiment ---------------------------------------------------------------
     def run(self) -> Path:
-        self._check_programs()
         try:
             with self.ledger.lock():
                 return self._run()
-        except LedgerBusy as error:
+        except (LedgerBusy, WorkloadError) as error:
             raise HarnessError(str(error)) from None
 
     def _run(self) -> Path:
         self.ledger.prepare()
         self.testbed()  # once, before the batches' threads ask for it
-        for size in self.experiment.file_sizes:
-            data = dataset.ensure(self.ledger.data, size, self.experiment.files,
-                                  self.experiment.seed)
-            problems = data.check()
-            if problems:
-                raise HarnessError("data set is not as made: " + "; ".join(problems[:3]))
-            self.data[size] = data
+        self.prepared = self.workload.prepare(self.experiment, self.ledger.data)
         round_number = 0
         while True:
             states = self.states()
@@ -110,15 +106,12 @@ class Harness:
                                    f"console logs are under {self.ledger.work}")
         return tables.write(self.experiment, self.ledger, self.states())
 
-    def _check_programs(self) -> None:
-        missing = [str(p) for p in (FTPD, FTPC) if not os.access(p, os.X_OK)]
-        if missing:
-            raise HarnessError(f"the FTP programs are not built ({', '.join(missing)}): "
-                               "run `make build`")
-
     # -- planning ---------------------------------------------------------------------------
     def states(self) -> dict[str, PointState]:
-        states = {key: PointState(point, [], [], 0) for key, point in self.points.items()}
+        metric = self.experiment.repetitions.metric
+        names = [m.name for m in self.workload.metrics]
+        states = {key: PointState(point, {name: [] for name in names}, [], 0, metric)
+                  for key, point in self.points.items()}
         # runs of points no longer in the experiment file (or of another share) are left out
         records = {run_id: record for run_id, record in self.ledger.finished().items()
                    if record.get("point", "") in states}
@@ -127,8 +120,10 @@ class Harness:
             state = states[record["point"]]
             state.reps.append(record["rep"])
             row = rows[run_id]
-            if record["status"] == "ok" and row["transfer_time_s"] is not None:
-                state.samples.append(row["transfer_time_s"])
+            if record["status"] == "ok" and row.get(metric) is not None:
+                for name in names:
+                    if row.get(name) is not None:
+                        state.values[name].append(row[name])
             else:
                 state.failures += 1
         return states
@@ -144,18 +139,18 @@ class Harness:
     def order(self, point: Point, rep: int) -> dict[str, Any]:
         """Everything the kernel-side worker needs for one run."""
         run_id = point.run_id(rep)
-        data = self.data[point.file_size]
-        path = self.experiment.path(point.path)
+        network = self.experiment.network
+        topology = network.topology(network.entry(point.network), point.loss)
         return {
             "id": run_id, "point": point.key, "rep": rep, "params": point.as_row(),
-            "variant": point.variant, "dir": str(self.ledger.run_dir(run_id)),
-            "pcap": str(self.ledger.pcap(run_id)), "scratch": DOWNLOADS,
-            "shape": self.experiment.shape(path, point.loss).to_dict(),
+            "dir": str(self.ledger.run_dir(run_id)), "pcap": str(self.ledger.pcap(run_id)),
+            "topology": {k: v for k, v in topology.items() if k != "links"},
+            "links": topology["links"],
             "sysctls": sysctls_for(point.profile, self.experiment.sctp),
-            "data": str(data.root), "expected": data.digests,
-            "ftpd": str(FTPD), "ftpc": str(FTPC),
+            "workload_kind": self.experiment.workload,
+            "workload": self.workload.order(self.experiment, point, self.prepared),
             "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,
-            "estimate_s": estimated_seconds(self.experiment, point),
+            "estimate_s": self.workload.estimate_s(self.experiment, point),
             "host": self.host,
         }
 
@@ -234,7 +229,8 @@ class Harness:
         timeout = sum(o["timeout_s"] + 60 for o in todo) + BATCH_OVERHEAD_S
         try:
             result = open_backend(self.kernel, memory=KERNEL_MEMORY).run(
-                [PYTHON, "-m", "experiments.harness.inside", str(batch_file)], timeout_s=timeout)
+                [PYTHON, "-m", "experiments.harness.kernel_batch", str(batch_file)],
+                timeout_s=timeout)
         except BackendError as error:
             return f"worker {index + 1}: {error}"
         (self.ledger.work / f"{tag}.log").write_text(result.stdout + result.stderr)

@@ -5,7 +5,7 @@ each pending point goes wholly to one host, which repeats it until its interval 
 capped. Longest first onto the host that would finish earliest, counting each host's pinned
 kernels, as the coordinator spreads one round's runs over its own kernels.
 
-The commands, run from a checkout of the testbed:
+The commands (of `testbed`):
 
   plan NAME --json                        points, what each still needs, finished run ids
   assign NAME --hosts HOSTS.json --out D  D/<host>.points and D/<host>.tar.gz (the finished
@@ -25,7 +25,6 @@ from typing import Any
 from . import merge, tables
 from .coordinator import Harness, HarnessError
 from .ledger import LedgerBusy
-from .plan import estimated_seconds
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_.:@-]+")
 
@@ -47,7 +46,8 @@ def pending(harness: Harness) -> list[dict[str, Any]]:
         needed = state.needed(harness.experiment)
         rows.append({"key": key, "finished": len(state.reps), "ok": len(state.samples),
                      "needed": needed,
-                     "estimate_s": needed * estimated_seconds(harness.experiment, state.point)})
+                     "estimate_s": needed * harness.workload.estimate_s(harness.experiment,
+                                                                        state.point)})
     return rows
 
 
@@ -102,25 +102,25 @@ def write_assignment(harness: Harness, shares: list[Share], out: Path) -> dict[s
 
 
 # -- command line -------------------------------------------------------------------------------
-def add_commands(sub: argparse._SubParsersAction, results_root: Path) -> None:
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        parser = sub.add_parser(name, help=help_text)
-        parser.add_argument("experiment", help="a name in experiments/ or a .toml file")
-        parser.add_argument("--results", type=Path, default=results_root,
-                            help="results root (default: results/)")
-        return parser
-
-    assign_cmd = command("assign", "split the pending points over worker hosts")
+def add_commands(command, experiment_arguments) -> None:
+    """The fan-out subcommands of `testbed` (see experiments/harness/cli.py)."""
+    assign_cmd = experiment_arguments(command(
+        "assign", "split the pending points over worker hosts",
+        """testbed assign multistream --hosts '{"w1": 2, "w2": 1}' --out shares/"""))
     assign_cmd.add_argument("--hosts", required=True,
                             help='JSON object (or a file holding one): {"host": pinned kernels}')
     assign_cmd.add_argument("--out", type=Path, required=True, help="folder for the shares")
     assign_cmd.add_argument("--exclude", type=Path,
                             help="point keys to give nobody (still running on some host)")
-    bundle_cmd = command("bundle", "pack finished runs into one .tar.gz")
+    bundle_cmd = experiment_arguments(command(
+        "bundle", "pack finished runs into one .tar.gz",
+        "testbed bundle multistream --out w1.tar.gz --points shares/w1.points"))
     bundle_cmd.add_argument("--out", type=Path, required=True)
     bundle_cmd.add_argument("--points", type=Path, help="only runs of these point keys")
     bundle_cmd.add_argument("--skip", type=Path, help="leave out these run ids (one a line)")
-    merge_cmd = command("merge", "merge the finished runs of bundles or result folders")
+    merge_cmd = experiment_arguments(command(
+        "merge", "merge the finished runs of bundles or result folders",
+        "testbed merge multistream w1.tar.gz other-host/results"))
     merge_cmd.add_argument("sources", nargs="*", type=Path,
                            help="bundles, results/<experiment> folders or results roots "
                                 "(none: only rebuild the tables); give them before the options")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from topology.kernel.base import REPO_ROOT
+from topology.kernel.base import default_results_root
 
-RESULTS_ROOT = REPO_ROOT / "results"
+RESULTS_ROOT = default_results_root()
 RECORD = "result.json"
 LOCK = "lock"
 

@@ -1,6 +1,7 @@
 """Transport profiles: how the end hosts' stacks are set for a run, as sysctls per namespace.
 
-TCP profiles apply to the tcp variant; SCTP variants run with the kernel's SCTP defaults plus
+A TCP profile sets the hosts' TCP (the workload says which of its runs it applies to: the tcp
+variant of FTP, every TCP flow of bulk-flows); SCTP runs with the kernel's SCTP defaults plus
 any knob the experiment file sets. Every value applied is recorded with the run."""
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ TCP_PROFILES: dict[str, dict[str, str]] = {
     # As the studies ran: New-Reno congestion control, no SACK.
     "tcp-newreno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
                     "net.ipv4.tcp_dsack": "0"},
+    # The fairness study's hosts (E3): Reno congestion control with SACK, as ns-2's Sack1 agent.
+    "tcp-sack-reno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "1",
+                      "net.ipv4.tcp_dsack": "0"},
     # The modern Linux default: CUBIC with SACK.
     "tcp-linux": {"net.ipv4.tcp_congestion_control": "cubic", "net.ipv4.tcp_sack": "1",
                   "net.ipv4.tcp_dsack": "1"},
@@ -27,10 +31,6 @@ SCTP_KNOBS: dict[str, dict] = {
     "delayed_sack_ms": {"sysctl": "net.sctp.sack_timeout", "range": (1, 500)},
     "max_burst": {"sysctl": "net.sctp.max_burst", "range": (0, 1000)},
 }
-
-
-def profile_for(variant: str, tcp_profile: str) -> str:
-    return tcp_profile if variant == "tcp" else SCTP_PROFILE
 
 
 def sysctls_for(profile: str, sctp_knobs: dict[str, int]) -> dict[str, str]:

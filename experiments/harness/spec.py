@@ -1,41 +1,39 @@
 """Experiment files: TOML, one per experiment, read and checked before anything runs.
 
-Every error names the file, the key and the reason. What a study left open is given a value
-here and recorded with every result."""
+An experiment is a topology with its link settings, a shaping matrix, and a workload:
+
+    name, description, seed
+    topology = "path"          # path | dumbbell | dualpath (networks.py says what [network] holds)
+    workload = "ftp-mget"      # what runs on it (experiments/workloads/); its own keys too
+    [network] ...              # the link settings per role
+    [matrix] loss, tcp_profiles, and the workload's axes
+    [repetitions] min, max, target_half_width, confidence, metric
+    [sctp] knobs;  [run] timeout_s, snaplen
+
+A file without `topology` and `workload` is an FTP mget on `path`, as every file was before
+workloads existed. Every error names the file, the key and the reason. What a study left open
+is given a value here and recorded with every result."""
 from __future__ import annotations
 
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from topology.params import LinkShape, ParameterError, Queue, parse_queue, parse_rate, parse_time
+from topology.net import KINDS as TOPOLOGIES
+from topology.params import ParameterError
 
+from .. import workloads
+from ..workloads.base import Point, Workload
+from . import networks
 from .profiles import SCTP_KNOBS, TCP_PROFILES
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[1]
-VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
-LATER_VARIANTS = ("xftp", "tcp-pipelined")
-METRICS = {
-    "nlst150-to-last226": "the client's receipt of the 150 reply to NLST to its receipt of the "
-                          "last 226 (E1)",
-    "first-packet-to-last226": "the first packet the client sends for mget to its receipt of "
-                               "the last 226 (E2)",
-}
-MAX_FILES = 10_000
-MAX_FILE_SIZE = 1 << 30
 
 
 class SpecError(ValueError):
     """An experiment file that cannot be run; the message says where and why."""
-
-
-@dataclass(frozen=True)
-class PathSpec:
-    name: str
-    rate_bps: float
-    delay_s: float
 
 
 @dataclass(frozen=True)
@@ -44,6 +42,7 @@ class Repetitions:
     max: int = 30
     target_half_width: float = 0.05  # of the mean
     confidence: float = 0.90
+    metric: str = ""                 # decides tightness; "" until read: the workload's default
 
 
 @dataclass(frozen=True)
@@ -51,13 +50,11 @@ class Experiment:
     name: str
     file: Path
     description: str
-    metric: str
-    paths: tuple[PathSpec, ...]
+    topology: str
+    network: networks.Network
+    workload: str
+    settings: Any                      # the workload's own, as it read them
     losses: tuple[float, ...]
-    queue: Queue
-    file_sizes: tuple[int, ...]
-    files: int
-    variants: tuple[str, ...]
     tcp_profiles: tuple[str, ...]
     sctp: dict[str, int] = field(default_factory=dict)
     repetitions: Repetitions = Repetitions()
@@ -65,36 +62,34 @@ class Experiment:
     run_timeout_s: float = 900.0
     snaplen: int = 0
 
-    def shape(self, path: PathSpec, loss: float) -> LinkShape:
-        return LinkShape(path.rate_bps, path.delay_s, loss, self.queue)
+    @property
+    def kind(self) -> Workload:
+        return workloads.get(self.workload)
 
-    def path(self, name: str) -> PathSpec:
-        return next(p for p in self.paths if p.name == name)
+    def points(self) -> list[Point]:
+        return self.kind.points(self)
 
     def as_record(self) -> dict[str, Any]:
         """The experiment as it was run, for meta.json."""
         return {
             "name": self.name, "file": str(self.file), "description": self.description,
-            "metric": self.metric, "metric_definition": METRICS[self.metric],
-            "paths": [vars(p) for p in self.paths], "losses": list(self.losses),
-            "queue": {"limit": self.queue.limit, "unit": self.queue.unit},
-            "file_sizes": list(self.file_sizes), "files": self.files,
-            "variants": list(self.variants), "tcp_profiles": list(self.tcp_profiles),
-            "sctp": self.sctp, "repetitions": vars(self.repetitions), "seed": self.seed,
+            "topology": self.topology, "workload": self.workload, **self.network.record(),
+            **self.kind.record(self.settings), "losses": list(self.losses),
+            "tcp_profiles": list(self.tcp_profiles), "sctp": self.sctp,
+            "repetitions": vars(self.repetitions), "seed": self.seed,
             "run_timeout_s": self.run_timeout_s, "snaplen": self.snaplen,
+            "metrics": {m.name: m.description for m in self.kind.metrics},
         }
 
 
-SCHEMA: dict[str, Any] = {
-    "name": str, "description": str, "metric": str, "seed": int,
-    "network": {"queue": str, "paths": list},
-    "matrix": {"loss": list, "file_sizes": list, "files": int, "variants": list,
-               "tcp_profiles": list},
-    "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float},
+COMMON_SCHEMA: dict[str, Any] = {
+    "name": str, "description": str, "seed": int, "topology": str, "workload": str,
+    "network": dict, "matrix": {"loss": list, "tcp_profiles": list},
+    "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float,
+                    "metric": str},
     "sctp": {knob: int for knob in SCTP_KNOBS},
     "run": {"timeout_s": float, "snaplen": int},
 }
-PATH_KEYS = {"name": str, "rate": str, "delay": str}
 
 
 def find(name_or_file: str) -> Path:
@@ -120,28 +115,13 @@ def load(name_or_file: str) -> Experiment:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as error:
         raise SpecError(f"{path}: not valid TOML: {error}") from None
-    return _Reader(path).experiment(data)
+    return Reader(path).experiment(data)
 
 
-def parse_size(text: str | int) -> int:
-    """'10K' -> 10240 bytes, '1M' -> 1048576 (K and M are binary, as ls -h prints them)."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", str(text), re.IGNORECASE)
-    if not match:
-        raise ParameterError(f"cannot read file size {text!r}: use e.g. 10K, 200K, 1M")
-    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[
-        match.group(2).upper()]
+class Reader:
+    """Reads one experiment file; the topology's and the workload's readers use its checks,
+    so every error reads alike."""
 
-
-def size_label(size: int) -> str:
-    for unit, factor in (("M", 1 << 20), ("K", 1 << 10)):
-        if size % factor == 0:
-            return f"{size // factor}{unit}"
-    return str(size)
-
-
-class _Reader:
     def __init__(self, file: Path) -> None:
         self.file = file
 
@@ -158,10 +138,13 @@ class _Reader:
                 if not isinstance(value, dict):
                     raise self.fail(full, "must be a table")
                 self.check_keys(value, expected, full)
+            elif expected is dict:
+                if not isinstance(value, dict):
+                    raise self.fail(full, "must be a table")
             elif expected is float:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise self.fail(full, f"must be a number, got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, expected):
+            elif isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
                 raise self.fail(full, f"must be {expected.__name__}, got {value!r}")
 
     def required(self, table: dict[str, Any], key: str, where: str) -> Any:
@@ -169,105 +152,78 @@ class _Reader:
             raise self.fail(f"{where}.{key}" if where else key, "missing")
         return table[key]
 
-    def experiment(self, data: dict[str, Any]) -> Experiment:
-        self.check_keys(data, SCHEMA, "")
-        name = self.required(data, "name", "")
-        if name != self.file.stem:
-            raise self.fail("name", f"{name!r} must match the file name {self.file.stem!r}")
-        metric = data.get("metric", "nlst150-to-last226")
-        if metric not in METRICS:
-            raise self.fail("metric", f"unknown metric {metric!r} (one of: {', '.join(METRICS)})")
-        network = self.required(data, "network", "")
-        matrix = self.required(data, "matrix", "")
-        repetitions = self.repetitions(data.get("repetitions", {}))
-        run = data.get("run", {})
-        experiment = Experiment(
-            name=name, file=self.file, description=data.get("description", ""), metric=metric,
-            paths=self.paths(self.required(network, "paths", "network")),
-            losses=self.losses(self.required(matrix, "loss", "matrix")),
-            queue=self.guard("network.queue", parse_queue,
-                             self.required(network, "queue", "network")),
-            file_sizes=self.sizes(self.required(matrix, "file_sizes", "matrix")),
-            files=self.count(self.required(matrix, "files", "matrix")),
-            variants=self.variants(self.required(matrix, "variants", "matrix")),
-            tcp_profiles=self.profiles(matrix.get("tcp_profiles", ["tcp-newreno"])),
-            sctp=self.sctp(data.get("sctp", {})), repetitions=repetitions,
-            seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
-            snaplen=run.get("snaplen", 0))
-        if not 10 <= experiment.run_timeout_s <= 86_400:
-            raise self.fail("run.timeout_s", "must be between 10 s and one day")
-        if experiment.snaplen != 0 and experiment.snaplen < 256:
-            raise self.fail("run.snaplen", "0 (whole packets) or at least 256 bytes")
-        return experiment
-
-    def guard(self, key: str, parse, value: Any) -> Any:
+    def guard(self, key: str, parse: Callable[[Any], Any], value: Any) -> Any:
         try:
             return parse(value)
         except ParameterError as error:
             raise self.fail(key, str(error)) from None
 
-    def paths(self, entries: list[Any]) -> tuple[PathSpec, ...]:
-        if not entries:
-            raise self.fail("network.paths", "needs at least one path")
-        paths = []
-        for i, entry in enumerate(entries):
-            where = f"network.paths[{i}]"
-            if not isinstance(entry, dict):
-                raise self.fail(where, "must be a table with name, rate, delay")
-            self.check_keys(entry, PATH_KEYS, where)
-            name = self.required(entry, "name", where)
-            if not re.fullmatch(r"[a-z0-9-]+", name):
-                raise self.fail(f"{where}.name", "lower-case letters, digits and - only")
-            rate = self.guard(f"{where}.rate", parse_rate, self.required(entry, "rate", where))
-            delay = self.guard(f"{where}.delay", parse_time, self.required(entry, "delay", where))
-            self.guard(f"{where}.rate", lambda v: LinkShape(rate_bps=v), rate)
-            self.guard(f"{where}.delay", lambda v: LinkShape(delay_s=v), delay)
-            paths.append(PathSpec(name, rate, delay))
-        if len({p.name for p in paths}) != len(paths):
-            raise self.fail("network.paths", "path names must be unique")
-        return tuple(paths)
+    def choice(self, key: str, value: Any, known: tuple[str, ...] | dict[str, Any],
+               what: str) -> None:
+        if value not in known:
+            raise self.fail(key, f"unknown {what} {value!r} (one of: {', '.join(known)})")
 
-    def losses(self, values: list[Any]) -> tuple[float, ...]:
+    def number_list(self, key: str, values: list[Any], within: Callable[[float], bool],
+                    what: str) -> tuple[float, ...]:
+        """A non-empty list of numbers, each `within` its range; `what` names one with its
+        range ("loss ratio in [0, 1)")."""
         if not values:
-            raise self.fail("matrix.loss", "needs at least one loss ratio")
+            raise self.fail(key, f"needs at least one {what.split(' in ')[0]}")
         for value in values:
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not 0 <= value < 1:
-                raise self.fail("matrix.loss", f"{value!r} is not a loss ratio in [0, 1)")
+                    or not within(value):
+                raise self.fail(key, f"{value!r} is not a {what}")
         return tuple(float(v) for v in values)
 
-    def sizes(self, values: list[Any]) -> tuple[int, ...]:
-        if not values:
-            raise self.fail("matrix.file_sizes", "needs at least one size")
-        sizes = tuple(self.guard("matrix.file_sizes", parse_size, v) for v in values)
-        for size in sizes:
-            if not 1 <= size <= MAX_FILE_SIZE:
-                raise self.fail("matrix.file_sizes", f"{size} bytes is out of range (1 B to 1 GiB)")
-        return sizes
+    def experiment(self, data: dict[str, Any]) -> Experiment:
+        topology = data.get("topology", "path")
+        kind = data.get("workload", workloads.DEFAULT)
+        for key, value, known in (("topology", topology, TOPOLOGIES),
+                                  ("workload", kind, tuple(workloads.MODULES))):
+            if not isinstance(value, str):
+                raise self.fail(key, f"must be a string, got {value!r}")
+            self.choice(key, value, known, key)
+        workload = workloads.get(kind)
+        if topology not in workload.topologies:
+            raise self.fail("topology", f"the {kind} workload runs on "
+                                        f"{' or '.join(workload.topologies)}, not {topology}")
+        self.check_keys(data, self.schema(topology, workload), "")
+        name = self.required(data, "name", "")
+        if name != self.file.stem:
+            raise self.fail("name", f"{name!r} must match the file name {self.file.stem!r}")
+        network = networks.read(self, topology, self.required(data, "network", ""))
+        matrix = self.required(data, "matrix", "")
+        run = data.get("run", {})
+        experiment = Experiment(
+            name=name, file=self.file, description=data.get("description", ""),
+            topology=topology, network=network, workload=kind,
+            settings=workload.read(self, data),
+            losses=self.number_list("matrix.loss", self.required(matrix, "loss", "matrix"),
+                                    lambda v: 0 <= v < 1, "loss ratio in [0, 1)"),
+            tcp_profiles=self.profiles(matrix.get("tcp_profiles", ["tcp-newreno"])),
+            sctp=self.sctp(data.get("sctp", {})),
+            repetitions=self.repetitions(data.get("repetitions", {}), workload),
+            seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
+            snaplen=run.get("snaplen", 0))
+        if not 10 <= experiment.run_timeout_s <= 86_400:
+            raise self.fail("run.timeout_s", "must be between 10 s and one day")
+        if experiment.snaplen != 0 and experiment.snaplen < 64:
+            raise self.fail("run.snaplen", "0 (whole packets) or at least 64 bytes")
+        return experiment
 
-    def count(self, value: int) -> int:
-        if not 1 <= value <= MAX_FILES:
-            raise self.fail("matrix.files", f"{value} is out of range (1 to {MAX_FILES})")
-        return value
-
-    def variants(self, values: list[Any]) -> tuple[str, ...]:
-        if not values:
-            raise self.fail("matrix.variants", "needs at least one variant")
-        for value in values:
-            if value in LATER_VARIANTS:
-                raise self.fail("matrix.variants", f"{value!r} is not implemented yet")
-            if value not in VARIANTS:
-                raise self.fail("matrix.variants",
-                                f"unknown variant {value!r} (one of: {', '.join(VARIANTS)})")
-        return tuple(values)
+    def schema(self, topology: str, workload: Workload) -> dict[str, Any]:
+        schema = {**COMMON_SCHEMA, **workload.top_keys,
+                  "network": networks.SCHEMAS[topology],
+                  "matrix": {**COMMON_SCHEMA["matrix"], **workload.matrix_keys}}
+        if workload.table:
+            schema[workload.table] = workload.table_keys
+        return schema
 
     def profiles(self, values: list[Any]) -> tuple[str, ...]:
-        for value in values:
-            if value not in TCP_PROFILES:
-                raise self.fail("matrix.tcp_profiles",
-                                f"unknown profile {value!r} (one of: {', '.join(TCP_PROFILES)})")
         if not values:
             raise self.fail("matrix.tcp_profiles", "needs at least one TCP profile")
+        for value in values:
+            self.choice("matrix.tcp_profiles", value, TCP_PROFILES, "profile")
         return tuple(values)
 
     def sctp(self, knobs: dict[str, int]) -> dict[str, int]:
@@ -277,8 +233,10 @@ class _Reader:
                 raise self.fail(f"sctp.{knob}", f"{value} is out of range ({low} to {high})")
         return dict(knobs)
 
-    def repetitions(self, table: dict[str, Any]) -> Repetitions:
-        reps = Repetitions(**{k: table[k] for k in table})
+    def repetitions(self, table: dict[str, Any], workload: Workload) -> Repetitions:
+        reps = Repetitions(**{"metric": workload.default_metric, **table})
+        self.choice("repetitions.metric", reps.metric,
+                    tuple(m.name for m in workload.metrics), "metric")
         if not 2 <= reps.min <= reps.max:
             raise self.fail("repetitions", "need 2 <= min <= max (a confidence interval needs "
                                            "two runs)")

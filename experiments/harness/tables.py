@@ -1,5 +1,7 @@
 """The experiment's tidy outputs, rebuilt from the run records and their analyses alone:
-runs.csv (one row per run), summary.csv (one row per point) and meta.json."""
+runs.csv (one row per run), summary.csv (one row per point: every metric's mean and interval),
+matrix.json (the expanded matrix, so that a report never reads the experiment file again) and
+meta.json."""
 from __future__ import annotations
 
 import csv
@@ -13,72 +15,100 @@ from typing import Any
 
 from topology.kernel.base import REPO_ROOT
 
-from . import stats
+from .. import stats
 from .analyze import analyses
 from .ledger import Ledger
 from .profiles import COMMON_SYSCTLS, SCTP_KNOBS, TCP_PROFILES
 from .spec import Experiment
 
-RUN_COLUMNS = ["run_id", "path", "loss", "file_size", "files", "variant", "profile", "rep",
-               "status", "transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
-               "connections", "handshakes", "retransmissions", "timeouts", "rate_bps",
-               "delay_s", "queue", "pcap", "pcap_bytes", "host", "started", "ended", "reasons",
-               "notes"]
-SUMMARY_COLUMNS = ["path", "loss", "file_size", "files", "variant", "profile", "n", "mean_s",
-                   "sd_s", "ci90_half_s", "ci90_rel", "ci_level", "ci_half_s", "status",
-                   "runs_failed", "runs_flagged"]
+RUN_TAIL = ["rate_bps", "delay_s", "queue", "pcap", "pcap_bytes", "host", "started", "ended",
+            "reasons", "notes"]
+SUMMARY_STATS = ("mean", "sd", "ci90_half", "ci90_rel", "ci_half")
+SUMMARY_TAIL = ["metric", "status", "runs_failed", "runs_flagged"]
+
+
+def run_columns(experiment: Experiment) -> list[str]:
+    workload = experiment.kind
+    metrics = [m.name for m in workload.metrics if m.name not in workload.run_columns]
+    return ["run_id", *workload.point_columns, "rep", "status", *workload.run_columns,
+            *metrics, *RUN_TAIL]
+
+
+def summary_columns(experiment: Experiment) -> list[str]:
+    workload = experiment.kind
+    per_metric = [f"{m.name}_{stat}" for m in workload.metrics for stat in SUMMARY_STATS]
+    return ["point", *workload.point_columns, "n", *workload.summary_aliases, "ci_level",
+            *per_metric, *SUMMARY_TAIL]
 
 
 def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
     rows = []
     records = ledger.finished()
     analysis_rows = analyses(experiment, ledger, records)  # new pcaps read in parallel
+    metric = experiment.repetitions.metric
     for run_id, record in sorted(records.items()):
-        analysis = analysis_rows[run_id]
-        shape = record.get("shape", {})
+        # records from before workloads name one shaped link as `shape`
+        links = record.get("links") or {"up": record.get("shape", {})}
+        link = experiment.network.link_row(links)
         row = {"run_id": run_id, **record.get("params", {}), "rep": record["rep"],
-               "status": record["status"], "rate_bps": shape.get("rate_bps"),
-               "delay_s": shape.get("delay_s"), "queue": json.dumps(shape.get("queue")),
+               "status": record["status"], **link, "queue": json.dumps(link["queue"]),
                # the ledger's own copy: a merged run's record names another host's directory
                "pcap": os.path.relpath(ledger.pcap(run_id), ledger.root)
                if record.get("pcap") else "",
                "host": record.get("host", ""), "started": record.get("started"),
                "ended": record.get("ended"),
-               "reasons": "; ".join(record.get("reasons", [])), **analysis}
-        if row["status"] == "ok" and row.get("transfer_time_s") is None:
-            row["status"] = "failed"  # verified files but no measurable instants: not a number
+               "reasons": "; ".join(record.get("reasons", [])), **analysis_rows[run_id]}
+        if row["status"] == "ok" and row.get(metric) is None:
+            row["status"] = "failed"  # verified data but no measurement: not a number
         rows.append(row)
     return rows
 
 
 def summary_rows(experiment: Experiment, runs: list[dict[str, Any]], states) -> list[dict[str, Any]]:
     reps = experiment.repetitions
+    workload = experiment.kind
     rows = []
     for key, state in states.items():
         point_runs = [r for r in runs if r["run_id"].startswith(key + "_r")]
         ok = [r for r in point_runs if r["status"] == "ok"]
-        samples = [r["transfer_time_s"] for r in ok]
-        at90 = stats.interval(samples, 0.90)
-        at_level = stats.interval(samples, reps.confidence)
-        if stats.is_tight(at_level, reps.target_half_width):
+        row: dict[str, Any] = {"point": key, **state.point.as_row(), "n": len(ok),
+                               "ci_level": reps.confidence, "metric": reps.metric}
+        for metric in workload.metrics:
+            values = [r[metric.name] for r in ok if r.get(metric.name) is not None]
+            at90 = stats.interval(values, 0.90)
+            at_level = stats.interval(values, reps.confidence)
+            row.update({f"{metric.name}_mean": at90.mean, f"{metric.name}_sd": at90.sd,
+                        f"{metric.name}_ci90_half": at90.half_width,
+                        f"{metric.name}_ci90_rel": at90.relative,
+                        f"{metric.name}_ci_half": at_level.half_width})
+        deciding = stats.interval(state.samples, reps.confidence)
+        if stats.is_tight(deciding, reps.target_half_width):
             status = "tight"
-        elif len(samples) >= reps.max:
+        elif len(state.samples) >= reps.max:
             status = "capped"
-        elif state.needed(experiment) == 0 and len(samples) < reps.min:
+        elif state.needed(experiment) == 0 and len(state.samples) < reps.min:
             status = "failed"
         else:
             status = "incomplete"
-        rows.append({**state.point.as_row(), "n": len(samples), "mean_s": at90.mean,
-                     "sd_s": at90.sd, "ci90_half_s": at90.half_width,
-                     "ci90_rel": at90.relative, "ci_level": reps.confidence,
-                     "ci_half_s": at_level.half_width, "status": status,
-                     "runs_failed": len(point_runs) - len(ok),
-                     "runs_flagged": sum(bool(r.get("flagged")) for r in ok)})
+        row.update({alias: row[column] for alias, column in workload.summary_aliases.items()})
+        row.update(status=status, runs_failed=len(point_runs) - len(ok),
+                   runs_flagged=sum(bool(r.get("flagged")) for r in ok))
+        rows.append(row)
     return rows
 
 
+def matrix(experiment: Experiment) -> dict[str, Any]:
+    """The full matrix as the experiment file expanded it when the tables were written."""
+    workload = experiment.kind
+    return {"experiment": experiment.name, "workload": experiment.workload,
+            "topology": experiment.topology, "point_columns": list(workload.point_columns),
+            "metric": experiment.repetitions.metric,
+            "metrics": {m.name: m.description for m in workload.metrics},
+            "points": [{"key": p.key, **p.as_row()} for p in experiment.points()]}
+
+
 def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    partial = path.with_suffix(".tmp")
+    partial = path.with_suffix(".csv.tmp")
     with partial.open("w", newline="") as out:
         writer = csv.DictWriter(out, columns, extrasaction="ignore")
         writer.writeheader()
@@ -130,6 +160,7 @@ def hosts(batches: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dic
 
 def meta(experiment: Experiment, ledger: Ledger,
          runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The experiment as run and how: kernels, clocks, sysctls, profiles, tools, hosts."""
     batches = []
     for path in sorted(ledger.work.glob("*.metadata.json")):
         try:
@@ -154,15 +185,29 @@ def meta(experiment: Experiment, ledger: Ledger,
                      "sctp": {SCTP_KNOBS[k]["sysctl"]: v for k, v in experiment.sctp.items()}},
         "testbed": testbed_commit(), "seed": experiment.seed,
         "link_checks": [c for b in batches for c in b.get("link_checks", [])],
-        "topology_build_s": [b.get("topology_build_s") for b in batches],
+        "topology_build_s": [t for b in batches for t in _as_list(b.get("topology_build_s"))],
         "hosts": hosts(batches, runs),
     }
 
 
+def _as_list(value: Any) -> list[Any]:
+    """A batch's topology build times (one number in batches from before workloads)."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    partial = path.with_suffix(".json.tmp")
+    partial.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(partial, path)
+
+
 def write(experiment: Experiment, ledger: Ledger, states) -> Path:
     runs = run_rows(experiment, ledger)
-    write_csv(ledger.root / "runs.csv", RUN_COLUMNS, runs)
-    write_csv(ledger.root / "summary.csv", SUMMARY_COLUMNS, summary_rows(experiment, runs, states))
-    (ledger.root / "meta.json").write_text(
-        json.dumps(meta(experiment, ledger, runs), indent=2) + "\n")
+    write_csv(ledger.root / "runs.csv", run_columns(experiment), runs)
+    write_csv(ledger.root / "summary.csv", summary_columns(experiment),
+              summary_rows(experiment, runs, states))
+    write_json(ledger.root / "matrix.json", matrix(experiment))
+    write_json(ledger.root / "meta.json", meta(experiment, ledger, runs))
     return ledger.root

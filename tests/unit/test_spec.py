@@ -1,14 +1,20 @@
-"""Experiment files are checked before anything runs: a wrong key, a value out of range or an
-unknown variant is refused with the file, the key and the reason."""
+"""Experiment files are checked before anything runs: a wrong key, a value out of range, an
+unknown variant, topology or workload is refused with the file, the key and the reason."""
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from experiments.harness import spec
-from experiments.harness.plan import points
+
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def points(experiment):
+    return experiment.points()
+
+
 GOOD = """
 name = "{name}"
 metric = "nlst150-to-last226"
@@ -36,19 +42,28 @@ def write(tmp_path: Path, text: str, name: str = "trial") -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["smoke", "multistream", "fcs", "demo"])
+SHIPPED = sorted(p.stem for p in (REPO / "experiments").glob("*.toml"))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_experiments_are_valid(name):
     experiment = spec.load(name)
     assert experiment.name == name and points(experiment)
 
 
+def test_a_file_without_topology_or_workload_is_an_ftp_mget_on_path():
+    experiment = spec.load("smoke")
+    assert (experiment.topology, experiment.workload) == ("path", "ftp-mget")
+    assert experiment.repetitions.metric == "transfer_time_s"
+
+
 def test_the_published_e1_matrix_is_complete():
     e1 = spec.load("multistream")
-    assert [(p.rate_bps, p.delay_s) for p in e1.paths] == [(3e6, 0.001), (1e6, 0.035),
-                                                            (256e3, 0.125)]
+    assert [(p.rate_bps, p.delay_s) for p in e1.network.entries] == [
+        (3e6, 0.001), (1e6, 0.035), (256e3, 0.125)]
     assert e1.losses == (0.0, 0.01, 0.03, 0.06, 0.10)
-    assert e1.file_sizes == tuple(k * 1024 for k in (10, 50, 200, 500, 1024))
-    assert e1.files == 100 and len(points(e1)) == 3 * 5 * 5 * 4
+    assert e1.settings.file_sizes == tuple(k * 1024 for k in (10, 50, 200, 500, 1024))
+    assert e1.settings.files == 100 and len(points(e1)) == 3 * 5 * 5 * 4
 
 
 def test_tcp_profiles_multiply_only_the_tcp_variant(tmp_path):
@@ -71,6 +86,15 @@ def test_tcp_profiles_multiply_only_the_tcp_variant(tmp_path):
     (("tcp_profiles = [\"tcp-newreno\", \"tcp-linux\"]", "tcp_profiles = [\"vegas\"]"),
      "matrix.tcp_profiles", "unknown profile"),
     (("queue = \"500KB\"", "queue = \"lots\""), "network.queue", "cannot read"),
+    (("name = \"{name}\"", "name = \"{name}\"\nworkload = \"ftp-put\""), "workload",
+     "unknown workload 'ftp-put'"),
+    (("name = \"{name}\"", "name = \"{name}\"\ntopology = \"ring\""), "topology",
+     "unknown topology 'ring'"),
+    (("name = \"{name}\"", "name = \"{name}\"\ntopology = \"dumbbell\""), "topology",
+     "the ftp-mget workload runs on path, not dumbbell"),
+    (("[repetitions]", "[repetitions]\nmetric = \"jain_index\""), "repetitions.metric",
+     "unknown metric 'jain_index'"),
+    (("[matrix]", "[flows]\nduration_s = 10\n[matrix]"), "flows", "unknown key"),
 ])
 def test_bad_values_are_refused_with_file_key_and_reason(tmp_path, change, key, reason):
     path = write(tmp_path, GOOD.replace(*change))
@@ -90,8 +114,74 @@ def test_name_must_match_the_file(tmp_path):
 def test_cli_refuses_before_anything_runs(tmp_path):
     path = write(tmp_path, GOOD.replace("files = 3", "files = 3\nfile = 4"))
     results = tmp_path / "results"
-    cli = subprocess.run(["/usr/bin/python3", "-m", "experiments.harness", "run", str(path),
+    cli = subprocess.run(["/usr/bin/python3", "-m", "testbed", "run", str(path),
                           "--results", str(results)], cwd=REPO, capture_output=True, text=True)
     assert cli.returncode == 2
     assert "matrix.file: unknown key" in cli.stderr
     assert not results.exists()
+
+
+BULK = """
+name = "{name}"
+topology = "dumbbell"
+workload = "bulk-flows"
+[network]
+access_rate = "100Mbit"
+access_delay = "2ms"
+mtu = 1540
+loss_on = "data"
+[[network.bottlenecks]]
+name = "geo-2"
+pairs = 2
+rate = "2Mbit"
+delay = "250ms"
+queue = "10p"
+[matrix]
+loss = [0.015]
+tcp_profiles = ["tcp-sack-reno", "tcp-linux"]
+[flows]
+duration_s = 60
+warmup_s = 10
+stagger_s = 1
+payload_bytes = 1488
+rcvbuf_bytes = 65536
+delayed_ack = false
+[repetitions]
+min = 2
+max = 3
+metric = "jain_index"
+"""
+
+
+def test_a_bulk_flows_file_names_its_points_by_bottleneck_flows_and_profile(tmp_path):
+    experiment = spec.load(str(write(tmp_path, BULK)))
+    assert (experiment.topology, experiment.workload) == ("dumbbell", "bulk-flows")
+    assert [p.key for p in points(experiment)] == ["geo-2_loss0.015_2flows_tcp-sack-reno",
+                                                   "geo-2_loss0.015_2flows_tcp-linux"]
+    links = experiment.network.links(experiment.network.entries[0], 0.015)
+    assert links["bottleneck-up"].loss == 0.015 and links["bottleneck-down"].loss == 0.0
+    assert links["bottleneck-up"].queue.limit == 10 and links["s2-up"].delay_s == 0.002
+    record = experiment.as_record()
+    assert record["flows"]["tcp_maxseg"] == 1500 and record["flows"]["sctp_maxseg"] == 1488
+
+
+@pytest.mark.parametrize("change, key, reason", [
+    (("duration_s = 60", "duration_s = 60\nflows = 3"), "flows.flows", "unknown key"),
+    (("warmup_s = 10", "warmup_s = 90"), "flows.warmup_s", "shorter than duration_s"),
+    (("loss_on = \"data\"", "loss_on = \"ack\""), "network.loss_on", "'data'"),
+    (("pairs = 2", "pairs = 0"), "network.bottlenecks[0].pairs", "out of range"),
+    (("queue = \"10p\"", ""), "network.bottlenecks[0].queue", "missing"),
+    (("[matrix]", "[matrix]\nvariants = [\"tcp\"]"), "matrix.variants", "unknown key"),
+    (("metric = \"jain_index\"", "metric = \"transfer_time_s\""), "repetitions.metric",
+     "unknown metric"),
+    (("workload = \"bulk-flows\"", "workload = \"ftp-mget\""), "topology",
+     "runs on path, not dumbbell"),
+    (("mtu = 1540", "mtu = 100000"), "network.mtu", "out of range"),
+])
+def test_bad_bulk_flows_values_are_refused(tmp_path, change, key, reason):
+    assert change[0] in BULK
+    path = write(tmp_path, BULK.replace(*change))
+    with pytest.raises(spec.SpecError) as refused:
+        spec.load(str(path))
+    message = str(refused.value)
+    assert str(path) in message and key in message and reason in message

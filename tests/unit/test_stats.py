@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from experiments.harness import stats
+from experiments import stats
 
 
 def test_student_t_interval():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.harness.virtual_bench import batch_effect_p, batch_summary, compare_point
+from experiments.benchmarks.virtual_clock import batch_summary, compare_point
+from experiments.stats import anova_p as batch_effect_p
 
 # two real-time batches shifted by 30 ms, each tight within itself (as measured at loss 0)
 REAL = [[1.499, 1.500, 1.501], [1.529, 1.530, 1.531], [1.512, 1.514, 1.516]]

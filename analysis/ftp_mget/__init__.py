@@ -1,0 +1,156 @@
+"""The ftp-mget workload's part of a report (E1, E2): transfer time against loss per path, the
+speed-ups of the variants with their confidence, per-run counters and time-sequences of chosen
+runs from their pcaps.
+
+    results.py   the result set as ftp-mget points (path, loss, size, files, variant, profile)
+    speedup.py   ratios of mean transfer times with their confidence, and whether they count
+    figures.py   transfer time vs loss, counters, time-sequence"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from matplotlib.figure import Figure
+
+from experiments.tshark import TsharkError
+from experiments.tshark.transport import time_sequence
+
+from .. import html
+from ..results import ResultSet
+from . import figures, speedup
+from .results import FtpResults, size_label
+
+if TYPE_CHECKING:
+    from ..report import Report
+
+TIMESEQ_FILE = "timeseq"
+RUN_TABLE = (("connections", "connections"), ("retransmissions", "retransmissions"),
+             ("timeouts", "timeouts"))
+
+
+def chosen_runs(results: FtpResults, run_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """The runs drawn as time-sequence plots: those asked for, else one per series at the
+    experiment's highest loss and smallest file size on its first path, the run closest to
+    its point's mean (a typical run, not the best or worst)."""
+    by_id = {r["run_id"]: r for r in results.runs}
+    if run_ids:
+        missing = [r for r in run_ids if r not in by_id]
+        if missing:
+            raise KeyError(f"no such run in {results.root}/runs.csv: {', '.join(missing)}")
+        return [by_id[r] for r in run_ids]
+    ok = [r for r in results.runs if r["status"] == "ok" and r.get("pcap")]
+    if not ok:
+        return []
+    path = next((p for p in results.paths if any(r["key"].path == p for r in ok)), None)
+    ok = [r for r in ok if r["key"].path == path]
+    loss = max(r["key"].loss for r in ok)
+    size = min(r["key"].file_size for r in ok if r["key"].loss == loss)
+    chosen = []
+    for series in results.series():
+        candidates = [r for r in ok if r["key"].series == series and r["key"].loss == loss
+                      and r["key"].file_size == size]
+        if not candidates:
+            continue
+        point = results.point(candidates[0]["key"])
+        target = point.mean_s if point and point.usable else candidates[0]["transfer_time_s"]
+        chosen.append(min(candidates, key=lambda r: abs(r["transfer_time_s"] - target)))
+    return chosen
+
+
+def build_figures(generic: ResultSet, log_scale: bool = False,
+                  run_ids: list[str] | None = None, problems: list[str] | None = None
+                  ) -> dict[str, Figure]:
+    results = FtpResults(generic)
+    problems = problems if problems is not None else []
+    out: dict[str, Figure] = {}
+    for path in results.paths:
+        if any(p.key.path == path for p in results.points):
+            out[f"transfer_time_{path}"] = figures.transfer_time_figure(results, path, log_scale)
+        if any(r["key"].path == path and r["status"] == "ok" for r in results.runs):
+            out[f"counters_{path}"] = figures.counters_figure(results, path)
+    panels = []
+    for run in chosen_runs(results, run_ids):
+        pcap = results.root / run["pcap"]
+        transport = "tcp" if run["key"].variant == "tcp" else "sctp"
+        try:
+            seq = time_sequence(pcap, transport)
+        except (TsharkError, OSError) as error:
+            problems.append(f"time-sequence of {run['run_id']}: {error}")
+            continue
+        panels.append((f"{run['run_id']} ({run['transfer_time_s']:.3g} s)", seq))
+    if panels:
+        out[TIMESEQ_FILE] = figures.time_sequence_figure(
+            f"{results.name}: time-sequence of chosen runs (data from the server, client's "
+            "cumulative acks)", panels)
+    return out
+
+
+def tables(generic: ResultSet) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
+    """CSV tables beside the report: name -> (columns, rows)."""
+    rows = [s.row() for s in speedup.speedups(FtpResults(generic))]
+    return {"speedup": (speedup.COLUMNS, rows)}
+
+
+def sections(generic: ResultSet, report: "Report", log_scale: bool) -> list[tuple[str, str]]:
+    results = FtpResults(generic)
+    scale = "logarithmic" if log_scale else "linear"
+    return [
+        ("Transfer time against loss", report.figure_block(
+            "transfer_time_", f"<p>Mean transfer time per point, error bars the 90% Student-t "
+                              f"interval (summary.csv ci90_half_s); {scale} time axis. Hollow "
+                              "markers: points without a finished interval.</p>")),
+        ("Speed-ups", _speedups(results)),
+        ("Per-run diagnostics", report.figure_block("counters_") +
+         report.figure_block(TIMESEQ_FILE) + _diagnostics_note()),
+    ]
+
+
+def metric_definition(generic: ResultSet) -> str:
+    experiment = generic.experiment
+    return experiment.get("metric_definition") or experiment.get("metric", "")
+
+
+def _speedups(results: FtpResults) -> str:
+    items = speedup.speedups(results)
+    if not items:
+        return "<p>No pair of variants to compare in this result set.</p>"
+    parts = ["<p>Speed-up of a variant over a baseline = baseline mean / variant mean (above 1: "
+             "the variant is faster). The interval is the range of ratios the two 90% "
+             "intervals allow; a ratio whose intervals overlap is <span class=ns>not "
+             "significant</span>. Also in <a href=\"speedup.csv\">speedup.csv</a>.</p>"]
+    for name in dict.fromkeys(s.comparison for s in items):
+        rows = []
+        for s in (s for s in items if s.comparison == name):
+            key = s.variant.key
+            css = "sig" if s.significant else "ns"
+            high = "inf" if not math.isfinite(s.high) else f"{s.high:.2f}"
+            rows.append([html.cell(key.path),
+                         html.cell(f"{key.files} x {size_label(key.file_size)}"),
+                         html.cell(key.loss), html.cell(s.variant.mean_s),
+                         html.cell(s.baseline.mean_s),
+                         f'<td class="num {css}">{s.ratio:.2f}</td>',
+                         f'<td class="num">[{s.low:.2f}, {high}]</td>',
+                         f'<td class="{css}">{html.esc(s.verdict)}</td>',
+                         html.cell("" if s.complete else "unfinished point")])
+        parts.append(f"<h3>{html.esc(name)}</h3>" + html.table(
+            ["path", "files", "loss", f"mean {s.variant.key.variant} (s)", "mean baseline (s)",
+             "speed-up", "90% range", "verdict", "note"], rows, raw=True))
+    return "".join(parts)
+
+
+def _diagnostics_note() -> str:
+    return ("<p>Counters are the means per counted run of runs.csv's connections, "
+            "retransmissions and timeouts. The capture is on the client's interface, so a "
+            "packet lost on its way to the client is never seen there: in the time-sequence "
+            "plots a retransmission is a TCP segment tshark flags as retransmitted or an SCTP "
+            "DATA chunk whose TSN is at or below the highest already seen in its association. "
+            "</p>")
+
+
+def pcap_note() -> str:
+    return ("<p>Open a pcap in Wireshark with FTP over SCTP decoded: "
+            "<code>wireshark -X lua_script:analysis/wireshark/ftp_sctp.lua FILE</code>.</p>")
+
+
+LUA_DISSECTOR = Path(__file__).resolve().parents[1] / "wireshark" / "ftp_sctp.lua"

@@ -1,0 +1,7 @@
+"""Benchmarks: each prints a table of measured numbers and writes results/<name>.json. Speed
+and fidelity targets live here, never in timed tests.
+
+    harness_overhead.py   the harness's share of wall time, and two workers against one
+    virtual_clock.py      the FTP programs through the harness in real and virtual time
+    virtual_links.py      the links alone (ping, goodput, kernel-level transfers) in both clocks
+    ftp_programs.py       ftpc/ftpd against iperf3 in the pinned kernel and vsftpd on the host"""

@@ -1,0 +1,427 @@
+"""The run procedure: how the programs of a run are started on a node, waited for, captured and
+stopped. Every place that runs the testbed's programs uses it: the harness inside the pinned
+kernel (on Mininet nodes), the playbooks on a lab's nodes (Ansible copies this file and runs it
+as a script), the tests and the benchmarks. A workload (experiments/workloads/) says which
+programs start on which node and in which order; this module says how.
+
+Standard library only, so that it runs alone on a node.
+
+Library (a `launch` turns an argv into a process on the node: Mininet's `node.popen`, or
+`subprocess.Popen` on a host):
+
+    start(launch, argv, log, ready)        start a program, return once it printed `ready`
+    start_capture(launch, iface, pcap)     tcpdump, return once it captures
+    run(launch, argv, stdout, stderr, timeout_s)   a program to its end, within a limit
+    stop(process) / stop_capture(process, pcap)
+
+Command line, for a node without the testbed (the playbooks): a started program or capture
+runs on in the background with its pid in DIR/NAME.pid until `stop`. A program's output goes
+to DIR/NAME.out (`run`: stdout there, stderr to DIR/NAME.err), tcpdump's to DIR/NAME.tcpdump.
+
+    python3 procedure.py start NAME --dir DIR [--ready TEXT] [--timeout S] -- ARGV...
+    python3 procedure.py capture NAME --dir DIR --iface IF --pcap FILE [--snaplen N]
+    python3 procedure.py run NAME --dir DIR --timeout S -- ARGV...
+    python3 procedure.py stop NAME --dir DIR [--settle S]
+
+and the FTP programs with the command lines below (what the harness runs), so that a node
+builds them with the same code:
+
+    python3 procedure.py ftp-server NAME --dir DIR --ftpd BIN --root DIR --address A
+                                     --timeout S [--port P]          (start; its log: NAME.log)
+    python3 procedure.py ftp-client NAME --dir DIR --ftpc BIN --variant V --server A
+                                     --out DIR --timeout S [--bind A] [--port P] [-- COMMANDS]
+                                     (run within S + RUN_GRACE_S; its events: NAME.jsonl)
+
+The programs themselves (ftpd, ftpc, bulkflow) and their command lines: `ftp_server_argv`,
+`ftp_client_argv`, `bulk_receiver_argv`, `bulk_sender_argv`."""
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+Launch = Callable[..., "subprocess.Popen[bytes]"]
+STARTUP_TIMEOUT_S = 30.0
+STOP_GRACE_S = 10.0
+# What a program run to its end may take beyond its own limit (ftpc's --timeout is a stall
+# limit, not the whole session's).
+RUN_GRACE_S = 30.0
+POLL_S = 0.05
+# The programs print this line on stdout once they listen (ftpd: on TCP and SCTP both).
+READY = "ready"
+FTP_PORT = 21
+
+
+class RunFailure(Exception):
+    """A run that cannot count: the message is the reason recorded with it."""
+
+
+def host_launch(argv: Sequence[str], **kwargs: Any) -> "subprocess.Popen[bytes]":
+    """Launch on this host (a lab node, or a test outside any namespace)."""
+    return subprocess.Popen(list(argv), **kwargs)
+
+
+def netns_launch(namespace: str) -> Launch:
+    """Launch inside a named network namespace (`ip netns add NAME`)."""
+    def launch(argv: Sequence[str], **kwargs: Any) -> "subprocess.Popen[bytes]":
+        return subprocess.Popen(["ip", "netns", "exec", namespace, *argv], **kwargs)
+    return launch
+
+
+# -- steps ----------------------------------------------------------------------------------------
+def start(launch: Launch, argv: Sequence[str], log: Path, ready: str = READY,
+          timeout_s: float = STARTUP_TIMEOUT_S, **kwargs: Any) -> "subprocess.Popen[bytes]":
+    """Start a program with stdout and stderr into `log`; return once a line of the log is
+    `ready` (or contains it, for JSON event lines), fail if it exits or the limit runs out."""
+    process = launch_logged(launch, argv, log, **kwargs)
+    await_ready(process, argv, log, ready, timeout_s)
+    return process
+
+
+def launch_logged(launch: Launch, argv: Sequence[str], log: Path,
+                  **kwargs: Any) -> "subprocess.Popen[bytes]":
+    """`start` without the wait, for programs started side by side: `await_ready` each."""
+    with open(log, "wb") as out:
+        return launch(list(argv), stdin=subprocess.DEVNULL, stdout=out,
+                      stderr=subprocess.STDOUT, **kwargs)
+
+
+def await_ready(process: "subprocess.Popen[bytes]", argv: Sequence[str], log: Path,
+                ready: str = READY, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if _printed(log, ready):
+            return
+        if process.poll() is not None:
+            raise RunFailure(f"{Path(argv[0]).name} exited ({process.returncode}) before it "
+                             f"was ready: {_tail(log)}")
+        time.sleep(POLL_S)
+    stop(process, signal.SIGKILL)
+    raise RunFailure(f"{Path(argv[0]).name} was not ready within {timeout_s:.0f} s: {_tail(log)}")
+
+
+def _printed(log: Path, ready: str) -> bool:
+    try:
+        text = log.read_text(errors="replace")
+    except FileNotFoundError:
+        return False
+    return any(line == ready or f'"{ready}"' in line for line in text.splitlines())
+
+
+def _tail(path: Path, limit: int = 300) -> str:
+    try:
+        return path.read_text(errors="replace").strip()[-limit:]
+    except FileNotFoundError:
+        return ""
+
+
+def start_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
+                  capture_filter: str = "", timeout_s: float = STARTUP_TIMEOUT_S,
+                  **kwargs: Any) -> "subprocess.Popen[bytes]":
+    """tcpdump on `iface` into `pcap`, returned once it captures."""
+    capture = launch_capture(launch, iface, pcap, snaplen, capture_filter, **kwargs)
+    await_capture(capture, iface, timeout_s)
+    return capture
+
+
+def launch_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
+                   capture_filter: str = "", **kwargs: Any) -> "subprocess.Popen[bytes]":
+    """`start_capture` without the wait: `await_capture` it."""
+    return launch(capture_argv(iface, pcap, snaplen, capture_filter), stdin=subprocess.DEVNULL,
+                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
+
+
+def await_capture(capture: "subprocess.Popen[bytes]", iface: str,
+                  timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    """Return once tcpdump says it listens. Its stderr is read without blocking past the
+    limit; after this, the same pipe holds its closing statistics (read it once stopped)."""
+    assert capture.stderr is not None
+    stream = capture.stderr.fileno()
+    deadline = time.monotonic() + timeout_s
+    said = b""
+    while (remaining := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([stream], [], [], remaining)
+        if not readable:
+            break
+        chunk = os.read(stream, 4096)
+        if not chunk:  # tcpdump exited
+            break
+        said += chunk
+        if b"listening on" in said:
+            return
+    stop(capture, signal.SIGKILL)
+    raise RunFailure(f"tcpdump on {iface} did not start capturing: "
+                     f"{said.decode(errors='replace').strip()[-300:]}")
+
+
+def capture_argv(iface: str, pcap: Path, snaplen: int = 0, capture_filter: str = "") -> list[str]:
+    """Immediate mode and a write per packet: without them the last packets of a run wait in
+    the capture ring and are lost when the capture stops."""
+    argv = ["tcpdump", "-i", iface, "-n", "--immediate-mode", "-U", "-B", "8192",
+            "-s", str(snaplen), "-w", str(pcap)]
+    return argv + [capture_filter] if capture_filter else argv
+
+
+def run(launch: Launch, argv: Sequence[str], stdout: Path, stderr: Path, timeout_s: float,
+        **kwargs: Any) -> int:
+    """A program run to its end; its exit status. Past the limit it is killed and the run
+    fails."""
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        process = launch(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, **kwargs)
+        try:
+            return process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            stop(process, signal.SIGKILL)
+            raise RunFailure(f"{Path(argv[0]).name} ran past {timeout_s:.0f} s") from None
+
+
+def wait_all(processes: dict[str, "subprocess.Popen[bytes]"], timeout_s: float) -> dict[str, int]:
+    """Exit statuses of programs started side by side, once all have ended; past the limit
+    the ones still running are killed and the run fails."""
+    deadline = time.monotonic() + timeout_s
+    statuses: dict[str, int] = {}
+    for name, process in processes.items():
+        try:
+            statuses[name] = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in processes.values():
+                stop(other, signal.SIGKILL)
+            raise RunFailure(f"{name} ran past {timeout_s:.0f} s") from None
+    return statuses
+
+
+def stop(process: "subprocess.Popen[bytes]", sig: int = signal.SIGTERM,
+         grace_s: float = STOP_GRACE_S) -> int:
+    """Signal a program and wait for it; killed if it outlives the grace period."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+def stop_capture(capture: "subprocess.Popen[bytes]", pcap: Path, settle_s: float = 0.0) -> None:
+    """Stop tcpdump. With `settle_s`, first wait (at most 10 s) until the capture file has not
+    grown for that long: a slow node's tcpdump may still be writing the last packets."""
+    if settle_s > 0:
+        _settle(pcap, settle_s)
+    stop(capture, signal.SIGINT)
+
+
+def _settle(path: Path, settle_s: float, limit_s: float = 10.0) -> None:
+    deadline, last = time.monotonic() + limit_s, -1
+    while time.monotonic() < deadline:
+        size = path.stat().st_size if path.exists() else 0
+        if size == last:
+            return
+        last = size
+        time.sleep(settle_s)
+
+
+# -- the programs ---------------------------------------------------------------------------------
+def ftp_server_argv(ftpd: str, root: str, address: str, log: str, timeout_s: float,
+                    port: int = FTP_PORT, options: Sequence[str] = ()) -> list[str]:
+    """ftpd serving `root` over TCP and SCTP on one address. Its own stall limits (60 s for
+    data) are shorter than a lossy satellite path's backed-off retransmission timers: the
+    run's limit governs instead. `options`: more of ftpd's options (socket knobs, uploads)."""
+    return [ftpd, "--root", root, "--tcp", f"{address}:{port}", "--sctp", f"{address}:{port}",
+            "--log", log, "--data-timeout", str(int(timeout_s)),
+            "--idle-timeout", str(int(timeout_s)), *options]
+
+
+def ftp_client_argv(ftpc: str, variant: str, server: str, out: str, timeout_s: float,
+                    bind: str | None = None, port: int = FTP_PORT,
+                    commands: Sequence[str] = ("mget", "*"),
+                    options: Sequence[str] = ()) -> list[str]:
+    """ftpc's session with the server; `options`: more of ftpc's options (`--active`, socket
+    knobs), which go before the server's address as ftpc reads them."""
+    argv = [ftpc, "--variant", variant, "--out", out, "--timeout", str(int(timeout_s))]
+    if bind:
+        argv += ["--bind", bind]
+    return argv + [*options, f"{server}:{port}", *commands]
+
+
+def bulk_receiver_argv(bulkflow: str, proto: str, address: str, port: int,
+                       options: Sequence[str] = ()) -> list[str]:
+    return [bulkflow, "recv", "--proto", proto, "--listen", f"{address}:{port}", *options]
+
+
+def bulk_sender_argv(bulkflow: str, proto: str, address: str, port: int, duration_s: float,
+                     start_at: float, options: Sequence[str] = ()) -> list[str]:
+    return [bulkflow, "send", "--proto", proto, "--to", f"{address}:{port}",
+            "--duration", f"{duration_s:g}", "--start-at", f"{start_at:.6f}", *options]
+
+
+# -- command line ---------------------------------------------------------------------------------
+def _pid_file(directory: Path, name: str) -> Path:
+    return directory / f"{name}.pid"
+
+
+def _detached(argv: Sequence[str], **kwargs: Any) -> "subprocess.Popen[bytes]":
+    """Outlives this command: its own session, so the caller's end does not end it."""
+    return subprocess.Popen(list(argv), start_new_session=True, **kwargs)
+
+
+def _cli_start(args: argparse.Namespace) -> int:
+    process = start(_detached, args.argv, args.dir / f"{args.name}.out", args.ready,
+                    args.timeout)
+    _pid_file(args.dir, args.name).write_text(f"{process.pid}\n")
+    return 0
+
+
+def _cli_capture(args: argparse.Namespace) -> int:
+    """The pid file also names the pcap, for `stop --settle`."""
+    with open(args.dir / f"{args.name}.tcpdump", "wb") as errors:
+        process = _detached(capture_argv(args.iface, args.pcap, args.snaplen),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if "listening on" in _tail(args.dir / f"{args.name}.tcpdump", 4000):
+            _pid_file(args.dir, args.name).write_text(f"{process.pid}\n{args.pcap.resolve()}\n")
+            return 0
+        if process.poll() is not None:
+            break
+        time.sleep(POLL_S)
+    process.kill()
+    print(f"tcpdump on {args.iface} did not start capturing: "
+          f"{_tail(args.dir / f'{args.name}.tcpdump')}", file=sys.stderr)
+    return 1
+
+
+def _exit_status(status: int) -> int:
+    """A program's status as a shell reports it: 128 + N when signal N ended it."""
+    return status if status >= 0 else 128 - status
+
+
+def _cli_run(args: argparse.Namespace) -> int:
+    return _exit_status(run(host_launch, args.argv, args.dir / f"{args.name}.out",
+                            args.dir / f"{args.name}.err", args.timeout))
+
+
+def _cli_ftp_server(args: argparse.Namespace) -> int:
+    args.argv = ftp_server_argv(args.ftpd, args.root, args.address,
+                                str(args.dir / f"{args.name}.log"), args.timeout, args.port)
+    args.ready, args.timeout = READY, STARTUP_TIMEOUT_S
+    return _cli_start(args)
+
+
+def _cli_ftp_client(args: argparse.Namespace) -> int:
+    argv = ftp_client_argv(args.ftpc, args.variant, args.server, args.out, args.timeout,
+                           args.bind, args.port, args.argv or ("mget", "*"))
+    return _exit_status(run(host_launch, argv, args.dir / f"{args.name}.jsonl",
+                            args.dir / f"{args.name}.err", args.timeout + RUN_GRACE_S))
+
+
+def _cli_stop(args: argparse.Namespace) -> int:
+    """Stop a program `start` or `capture` left running (not our child: waited for by pid)."""
+    pid_file = _pid_file(args.dir, args.name)
+    if not pid_file.exists():
+        print(f"nothing started as {args.name} in {args.dir}", file=sys.stderr)
+        return 1
+    pid_line, *pcap_line = pid_file.read_text().splitlines()
+    pid = int(pid_line)
+    if args.settle > 0 and pcap_line:
+        _settle(Path(pcap_line[0]), args.settle)
+    for sig in (signal.SIGINT if args.signal == "INT" else signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + STOP_GRACE_S
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(POLL_S)
+        if not _alive(pid):
+            break
+    pid_file.unlink()
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie of a process that was our child counts as ended
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="procedure.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def step(name: str, help_text: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("name", help="what to call it in DIR (NAME.pid, NAME.log, ...)")
+        command.add_argument("--dir", type=Path, required=True, help="the run's directory")
+        return command
+
+    started = step("start", "start a program in the background, return once it is ready")
+    started.add_argument("--ready", default=READY, help="the line it prints when ready")
+    started.add_argument("--timeout", type=float, default=STARTUP_TIMEOUT_S)
+    capture = step("capture", "start tcpdump in the background, return once it captures")
+    capture.add_argument("--iface", required=True)
+    capture.add_argument("--pcap", type=Path, required=True)
+    capture.add_argument("--snaplen", type=int, default=0)
+    ran = step("run", "run a program to its end; exit with its status")
+    ran.add_argument("--timeout", type=float, required=True)
+    stopped = step("stop", "stop what start or capture left running")
+    stopped.add_argument("--signal", choices=("TERM", "INT"), default="TERM")
+    stopped.add_argument("--settle", type=float, default=0.0,
+                         help="a capture: first wait until its pcap stops growing for this long")
+    server = step("ftp-server", "start ftpd (ftp_server_argv) as `start` does")
+    server.add_argument("--ftpd", required=True, help="the program")
+    server.add_argument("--root", required=True, help="the folder it serves")
+    server.add_argument("--address", required=True, help="its one address, TCP and SCTP")
+    server.add_argument("--port", type=int, default=FTP_PORT)
+    server.add_argument("--timeout", type=float, required=True,
+                        help="its data and idle limits, seconds")
+    client = step("ftp-client", "run an ftpc session (ftp_client_argv) as `run` does; "
+                                "the commands after -- (default: mget *)")
+    client.add_argument("--ftpc", required=True, help="the program")
+    client.add_argument("--variant", required=True)
+    client.add_argument("--server", required=True, help="the server's address")
+    client.add_argument("--port", type=int, default=FTP_PORT)
+    client.add_argument("--out", required=True, help="where downloads go")
+    client.add_argument("--bind", help="the client's local address")
+    client.add_argument("--timeout", type=float, required=True,
+                        help="ftpc's stall limit; the session's is this plus RUN_GRACE_S")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, program = argv[:cut], argv[cut + 1:]
+    args = build_parser().parse_args(argv)
+    args.argv = program
+    if args.command in ("start", "run") and not program:
+        print(f"{args.command} needs the program after --", file=sys.stderr)
+        return 2
+    args.dir.mkdir(parents=True, exist_ok=True)
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "start": _cli_start, "capture": _cli_capture, "run": _cli_run, "stop": _cli_stop,
+        "ftp-server": _cli_ftp_server, "ftp-client": _cli_ftp_client}
+    try:
+        return commands[args.command](args)
+    except RunFailure as failure:
+        print(str(failure), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Every reading of a pcap goes through this package, and every tshark process is started here.
+
+    fields(pcap, [field, ...], filter)   rows of tshark's field output
+    frames(pcap, filter)                 raw frames with their capture time
+    ftp.py                               FTP control channels, the Lua dissector's FTP over SCTP
+    transport.py                         connections, retransmissions, time-sequences, per-flow
+                                         delivered bytes"""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+# Reassembly off: with it, a frame that completes a stream-1 message hides the other chunks
+# bundled with it (a stream-0 reply among them). Relative TSNs start at 0 per direction.
+SCTP_OPTIONS = ("-o", "sctp.reassembly:FALSE", "-o", "sctp.relative_tsns:TRUE")
+TIMEOUT_S = 1800
+
+
+class TsharkError(RuntimeError):
+    """tshark could not read a capture; the message says which and why."""
+
+
+def _run(argv: list[str], pcap: Path) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except FileNotFoundError:
+        raise TsharkError("tshark is not installed: run `make setup`") from None
+    except subprocess.TimeoutExpired:
+        raise TsharkError(f"tshark took over {TIMEOUT_S} s on {pcap}") from None
+    if proc.returncode != 0:
+        raise TsharkError(f"tshark failed on {pcap}: {proc.stderr.strip()[-400:]}")
+    return proc.stdout
+
+
+def fields(pcap: Path, names: list[str], display_filter: str = "",
+           options: tuple[str, ...] = ()) -> list[list[str]]:
+    """One row per matching packet, one cell per field; a field that occurs several times in a
+    packet (bundled SCTP chunks) has its values joined by `|`."""
+    argv = ["tshark", "-r", str(pcap), "-n", *options, "-T", "fields",
+            "-E", "occurrence=a", "-E", "aggregator=|", "-E", "separator=\t"]
+    if display_filter:
+        argv += ["-Y", display_filter]
+    for name in names:
+        argv += ["-e", name]
+    return [line.split("\t") for line in _run(argv, pcap).splitlines() if line]
+
+
+def frames(pcap: Path, display_filter: str, options: tuple[str, ...] = ()
+           ) -> list[tuple[float, bytes]]:
+    """(capture time, the frame's bytes) of every matching packet: for what tshark's field
+    output cannot pair up, such as a bundled SCTP chunk and its payload."""
+    argv = ["tshark", "-r", str(pcap), "-n", *options, "-Y", display_filter, "-T", "json",
+            "-x", "-j", "frame"]
+    out = []
+    for packet in json.loads(_run(argv, pcap) or "[]"):
+        layers = packet["_source"]["layers"]
+        out.append((float(layers["frame"]["frame.time_epoch"]),
+                    bytes.fromhex(layers["frame_raw"][0])))
+    return out
+
+
+def values(cell: str) -> list[str]:
+    """The values of one cell of `fields` output."""
+    return [v for v in cell.split("|") if v != ""]
+
+
+def is_true(cell: str) -> bool:
+    """A boolean field as tshark prints it (1/0 or True/False, depending on the field)."""
+    return cell in ("1", "True")

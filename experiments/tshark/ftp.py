@@ -1,0 +1,162 @@
+"""FTP read from a capture on the client's interface: when the client had each reply whole and
+in order (or sent each command), and FTP over SCTP as the shipped Lua dissector decodes it.
+
+A packet's time is when the client received or sent it. A reply counts as received when all its
+bytes have arrived in order: under loss a later segment can arrive before a retransmitted
+earlier one."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import SCTP_OPTIONS, fields, frames, values
+from .transport import sctp_data_chunks
+
+FTP_PORT = 21
+DATA_SETUP_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "NLST")
+
+
+@dataclass
+class ControlChannel:
+    replies: list[tuple[int, float]] = field(default_factory=list)   # (code, time received)
+    commands: list[tuple[str, float]] = field(default_factory=list)  # (verb, time sent)
+
+    def first_reply(self, code: int) -> float | None:
+        return next((t for c, t in self.replies if c == code), None)
+
+    def last_reply(self, code: int) -> float | None:
+        return next((t for c, t in reversed(self.replies) if c == code), None)
+
+    def first_command(self, verbs: tuple[str, ...]) -> float | None:
+        return next((t for v, t in self.commands if v in verbs), None)
+
+
+def control_channel(pcap: Path, transport: str) -> ControlChannel:
+    if transport == "tcp":
+        return _tcp_control(pcap)
+    return _sctp_control(pcap)
+
+
+def _session_stream(pcap: Path) -> str | None:
+    """The tshark stream number of the session's control connection: the first one the client
+    opens to the FTP port. On a lossy path the previous session's connections can still be
+    closing (FIN retransmissions) when the next capture starts; they are not this session."""
+    rows = fields(pcap, ["tcp.stream"],
+                  f"tcp.dstport == {FTP_PORT} && tcp.flags.syn == 1 && tcp.flags.ack == 0")
+    return rows[0][0] if rows else None
+
+
+def _tcp_control(pcap: Path) -> ControlChannel:
+    stream = _session_stream(pcap)
+    only = f" && tcp.stream == {stream}" if stream is not None else ""
+    rows = fields(pcap, ["frame.time_epoch", "tcp.srcport", "tcp.seq_raw", "tcp.payload"],
+                  f"tcp.port == {FTP_PORT} && tcp.len > 0{only}")
+    server = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
+              if int(port) == FTP_PORT]
+    client = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
+              if int(port) != FTP_PORT]
+    channel = ControlChannel()
+    channel.replies = _replies(_in_order_lines(server, received=True))
+    channel.commands = _commands(_in_order_lines(client, received=False))
+    return channel
+
+
+def _in_order_lines(segments: list[tuple[float, int, bytes]], received: bool
+                    ) -> list[tuple[str, float]]:
+    """Lines of one direction of a TCP stream with the time each became whole and in order
+    (received) or was first put on the wire (sent)."""
+    if not segments:
+        return []
+    base = min(seq for _, seq, _ in segments)
+    end = max(seq - base + len(data) for _, seq, data in segments)
+    content = bytearray(end)
+    first_seen = [float("inf")] * end
+    for time, seq, data in segments:  # capture order: the first copy of a byte wins
+        offset = (seq - base) % (1 << 32)
+        for i, byte in enumerate(data):
+            if offset + i < end and time < first_seen[offset + i]:
+                first_seen[offset + i] = time
+                content[offset + i] = byte
+    lines, start, ready = [], 0, 0.0
+    for i in range(end):
+        ready = max(ready, first_seen[i]) if received else first_seen[i]
+        if content[i] == 0x0A and i > 0 and content[i - 1] == 0x0D:
+            lines.append((content[start:i - 1].decode("latin-1"), ready))
+            start = i + 1
+    return lines
+
+
+def _session_sctp_port(pcap: Path) -> str | None:
+    """The client's port of the session's control association: the first INIT to the FTP port
+    (a previous session's association may still be shutting down when the capture starts)."""
+    rows = fields(pcap, ["sctp.srcport"], f"sctp.dstport == {FTP_PORT} && sctp.chunk_type == 1",
+                  SCTP_OPTIONS)
+    return rows[0][0] if rows else None
+
+
+def _sctp_control(pcap: Path) -> ControlChannel:
+    first_copy: dict[tuple[bool, int], tuple[float, bytes]] = {}
+    port = _session_sctp_port(pcap)
+    only = f" && sctp.port == {port}" if port is not None else ""
+    for time_s, src_port, chunks in sctp_data_chunks(
+            pcap, f"sctp.port == {FTP_PORT} && sctp.data_sid == 0{only}"):
+        from_server = src_port == FTP_PORT
+        for chunk in chunks:
+            key = (from_server, chunk.ssn)
+            if chunk.sid == 0 and key not in first_copy:  # a retransmitted copy changes nothing
+                first_copy[key] = (time_s, chunk.payload)
+    channel = ControlChannel()
+    for from_server in (True, False):
+        lines, delivered = [], 0.0
+        for (side, _), (time_s, payload) in sorted(first_copy.items()):
+            if side != from_server:
+                continue
+            # stream 0 is ordered: a message is delivered once it and all before it arrived
+            delivered = max(delivered, time_s) if from_server else time_s
+            text = payload.decode("latin-1")
+            lines += [(line, delivered) for line in text.split("\r\n") if line]
+        if from_server:
+            channel.replies = _replies(lines)
+        else:
+            channel.commands = _commands(lines)
+    return channel
+
+
+def _replies(lines: list[tuple[str, float]]) -> list[tuple[int, float]]:
+    """Complete replies: a final line is three digits and a space (RFC 959 multi-line rule)."""
+    return [(int(line[:3]), t) for line, t in lines
+            if len(line) >= 4 and line[:3].isdigit() and line[3] == " "]
+
+
+def _commands(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    return [(line.split(" ", 1)[0].upper(), t) for line, t in lines if line]
+
+
+@dataclass
+class FtpLine:
+    frame: int
+    variant: str
+    stream: int
+    role: str
+    commands: list[str]
+    reply_codes: list[int]
+
+
+def over_sctp(pcap: Path, dissector: Path) -> list[FtpLine]:
+    """What the Lua dissector (analysis/wireshark/ftp_sctp.lua) decodes in a capture, one entry
+    per SCTP DATA chunk it handled (two passes, so every packet carries the variant learnt from
+    the whole association)."""
+    rows = fields(pcap, ["frame.number", "ftpsctp.variant", "ftpsctp.stream", "ftpsctp.role",
+                         "ftpsctp.command", "ftpsctp.reply_code", "ftpsctp.line"], "ftpsctp",
+                  ("-2", "-X", f"lua_script:{dissector}"))
+    out = []
+    for frame, variants, streams, roles, commands, codes, _lines in rows:
+        variants_l, streams_l, roles_l = values(variants), values(streams), values(roles)
+        for i, (variant, stream, role) in enumerate(zip(variants_l, streams_l, roles_l)):
+            # commands and codes of a frame cannot be split per chunk from field output:
+            # they are attached to the frame's first control chunk
+            first_control = role == "control" and "control" not in roles_l[:i]
+            out.append(FtpLine(int(frame), variant, int(stream), role,
+                               values(commands) if first_control else [],
+                               [int(c) for c in values(codes)] if first_control else []))
+    return out

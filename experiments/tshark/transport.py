@@ -1,0 +1,322 @@
+"""What a capture says of the transports, whatever the application: connections or associations
+opened, retransmissions and timeouts, time-sequences of data and acknowledgements, and per-flow
+bytes delivered over time.
+
+One definition of an SCTP retransmission serves all of them (`TsnTracker`): at a capture point,
+a DATA chunk whose TSN was seen before, or that fills a gap below the highest TSN seen (its
+first copy was lost before the capture point), is a retransmission."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import SCTP_OPTIONS, fields, frames, is_true, values
+
+
+# -- SCTP chunks and retransmissions -------------------------------------------------------------
+@dataclass(frozen=True)
+class DataChunk:
+    sid: int
+    ssn: int
+    tsn: int
+    length: int      # payload bytes the chunk carries, from its header
+    payload: bytes   # what the capture holds of it (less than `length` in a short snaplen)
+    ends_message: bool = True   # the E bit: the last fragment of a user message
+
+
+@dataclass(frozen=True)
+class SctpFrame:
+    src_port: int
+    dst: str
+    dst_port: int
+    chunks: list[DataChunk]
+
+
+def sctp_data_chunks(pcap: Path, display_filter: str
+                     ) -> list[tuple[float, int, list[DataChunk]]]:
+    """(time, source port, DATA chunks) of every matching packet, read from the raw frame:
+    tshark's per-field output cannot pair a bundled chunk with its payload when another chunk
+    in the packet is a message fragment, and does not dissect the chunks of a packet cut
+    short by the capture's snaplen at all."""
+    return [(time_s, frame.src_port, frame.chunks)
+            for time_s, frame in sctp_frames(pcap, display_filter)]
+
+
+def sctp_frames(pcap: Path, display_filter: str) -> list[tuple[float, SctpFrame]]:
+    return [(time_s, _parse_sctp_frame(frame))
+            for time_s, frame in frames(pcap, display_filter, SCTP_OPTIONS)]
+
+
+def _parse_sctp_frame(frame: bytes) -> SctpFrame:
+    ip = 14  # Ethernet II, as on the testbed's veth links
+    sctp = ip + (frame[ip] & 0x0F) * 4
+    dst = ".".join(str(b) for b in frame[ip + 16:ip + 20])
+    src_port = int.from_bytes(frame[sctp:sctp + 2], "big")
+    dst_port = int.from_bytes(frame[sctp + 2:sctp + 4], "big")
+    chunks, offset = [], sctp + 12
+    while offset + 4 <= len(frame):
+        kind, length = frame[offset], int.from_bytes(frame[offset + 2:offset + 4], "big")
+        if length < 4:
+            break
+        if kind == 0 and length >= 16 and offset + 16 <= len(frame):  # DATA
+            chunks.append(DataChunk(
+                sid=int.from_bytes(frame[offset + 8:offset + 10], "big"),
+                ssn=int.from_bytes(frame[offset + 10:offset + 12], "big"),
+                tsn=int.from_bytes(frame[offset + 4:offset + 8], "big"),
+                length=length - 16, payload=frame[offset + 16:offset + length],
+                ends_message=bool(frame[offset + 1] & 0x01)))
+        offset += (length + 3) & ~3
+    return SctpFrame(src_port, dst, dst_port, chunks)
+
+
+class TsnTracker:
+    """The DATA chunks of one direction of one association, in capture order."""
+
+    def __init__(self) -> None:
+        self.first_seen: dict[int, float] = {}
+        self.top = -1
+        self.gap_opened = 0.0
+
+    def see(self, tsn: int, now: float) -> float | None:
+        """None for the first copy of a new TSN; for a retransmission, the seconds since its
+        first copy was seen or since the gap it fills opened."""
+        if tsn in self.first_seen:
+            return now - self.first_seen[tsn]
+        if tsn < self.top:
+            self.first_seen[tsn] = now
+            return now - self.gap_opened
+        if self.top >= 0 and tsn > self.top + 1:
+            self.gap_opened = now  # the chunks between top and tsn were lost
+        self.top = tsn
+        self.first_seen[tsn] = now
+        return None
+
+
+# -- per-run counters --------------------------------------------------------------------------
+@dataclass
+class Counters:
+    connections: int = 0      # TCP connections or SCTP associations the client opened
+    handshakes: int = 0       # of those, completed
+    retransmissions: int = 0  # retransmitted segments or DATA chunks, both directions
+    timeouts: int = 0         # retransmissions not triggered by duplicate acks / gap reports
+
+
+def counters(pcap: Path, transport: str, client_ip: str, rto_floor_s: float) -> Counters:
+    if transport == "tcp":
+        return _tcp_counters(pcap)
+    return _sctp_counters(pcap, client_ip, rto_floor_s)
+
+
+def _tcp_counters(pcap: Path) -> Counters:
+    rows = fields(pcap, ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack",
+                         "tcp.analysis.retransmission", "tcp.analysis.fast_retransmission"],
+                  "tcp")
+    opened, completed, counts = set(), set(), Counters()
+    for stream, syn, ack, retrans, fast in rows:
+        if is_true(syn):
+            (completed if is_true(ack) else opened).add(stream)
+        if retrans:
+            counts.retransmissions += 1
+            if not fast:
+                counts.timeouts += 1
+    counts.connections = len(opened)
+    counts.handshakes = len(completed & opened)
+    return counts
+
+
+def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:
+    """Associations from INIT and COOKIE ACK chunks; a retransmission counts as a timeout when
+    it came at least the RTO floor after its first copy or after its gap opened; sooner, it
+    was a fast retransmit."""
+    rows = fields(pcap, ["frame.time_epoch", "ip.src", "sctp.srcport", "sctp.dstport",
+                         "sctp.chunk_type", "sctp.init_initiate_tag", "sctp.data_tsn"],
+                  "sctp", SCTP_OPTIONS)
+    counts, initiated = Counters(), set()
+    trackers: dict[tuple[str, str], TsnTracker] = {}
+    for time_s, src, sport, dport, chunk_types, tags, tsns in rows:
+        types = chunk_types.split("|")
+        if "1" in types and src == client_ip:            # INIT from the client
+            initiated.update(values(tags))
+        if "11" in types and src != client_ip:           # COOKIE ACK from the server
+            counts.handshakes += types.count("11")
+        tracker = trackers.setdefault((sport, dport), TsnTracker())
+        for tsn in values(tsns):
+            waited = tracker.see(int(tsn), float(time_s))
+            if waited is not None:
+                counts.retransmissions += 1
+                if waited >= rto_floor_s:
+                    counts.timeouts += 1
+    counts.connections = len(initiated)
+    return counts
+
+
+# -- time-sequences ------------------------------------------------------------------------------
+@dataclass
+class Mark:
+    time_s: float
+    value: float          # stacked sequence (TCP bytes, SCTP TSNs)
+    flow: int             # index of the connection/association, in start order
+    stream: int           # SCTP stream (TCP: 0 for the control connection, 1 for data)
+    retransmission: bool = False
+
+
+@dataclass
+class TimeSequence:
+    """Data one side sent and the other side's cumulative acks over time. Each connection or
+    association is a flow; a flow's sequence numbers are made relative to its lowest one and
+    flows are stacked in the order they started, so one session reads as one rising line."""
+
+    transport: str                                   # "tcp" or "sctp"
+    unit: str                                        # what value counts
+    data: list[Mark] = field(default_factory=list)   # server -> client data
+    acks: list[Mark] = field(default_factory=list)   # client's cumulative acks
+    flows: int = 0
+
+    def streams(self) -> list[int]:
+        return sorted({m.stream for m in self.data})
+
+
+class _Stacker:
+    """Gives each flow an offset: the span of the flows that started before it."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.base: dict[str, int] = {}
+        self.top: dict[str, int] = {}
+
+    def see(self, flow: str, seq: int, end: int) -> None:
+        if flow not in self.base:
+            self.order.append(flow)
+            self.base[flow], self.top[flow] = seq, end
+        self.base[flow] = min(self.base[flow], seq)
+        self.top[flow] = max(self.top[flow], end)
+
+    def offsets(self) -> dict[str, int]:
+        out, total = {}, 0
+        for flow in self.order:
+            out[flow] = total
+            total += self.top[flow] - self.base[flow]
+        return out
+
+
+def time_sequence(pcap: Path, transport: str, control_port: int = 21) -> TimeSequence:
+    """The client is the host that sends the capture's first packet (the capture is on the
+    client's interface and the client opens every connection); `control_port` marks TCP's
+    control connection."""
+    if transport == "tcp":
+        return _tcp_sequence(pcap, control_port)
+    return _sctp_sequence(pcap)
+
+
+def _tcp_sequence(pcap: Path, control_port: int) -> TimeSequence:
+    rows = fields(pcap, ["frame.time_relative", "ip.src", "tcp.stream", "tcp.srcport",
+                         "tcp.dstport", "tcp.seq_raw", "tcp.len", "tcp.ack_raw",
+                         "tcp.flags.ack", "tcp.analysis.retransmission"], "tcp",
+                  ("-o", "tcp.relative_sequence_numbers:FALSE"))
+    if not rows:
+        return TimeSequence("tcp", "bytes (connections stacked)")
+    client = rows[0][1]
+    stacker = _Stacker()
+    parsed = []
+    for t, src, stream, sport, dport, seq, length, ack, ack_flag, retrans in rows:
+        server_side = src != client
+        kind = "data" if server_side and int(length or 0) > 0 else (
+            "ack" if not server_side and is_true(ack_flag) else "")
+        if not kind:
+            continue
+        control = control_port in (int(sport), int(dport))
+        seq_i = int(seq) if kind == "data" else int(ack)
+        end = seq_i + int(length or 0)
+        if kind == "data":
+            stacker.see(stream, seq_i, end)
+        parsed.append((float(t), kind, stream, seq_i, end, 0 if control else 1, bool(retrans)))
+    offsets = stacker.offsets()
+    result = TimeSequence("tcp", "bytes (connections stacked)", flows=len(offsets))
+    index = {flow: i for i, flow in enumerate(stacker.order)}
+    for t, kind, stream, seq_i, end, role, retrans in parsed:
+        if stream not in offsets:
+            continue  # acks of a connection that carried no server data
+        if kind == "data":
+            result.data.append(Mark(t, offsets[stream] + end - stacker.base[stream],
+                                    index[stream], role, retrans))
+        else:
+            value = min(max(seq_i, stacker.base[stream]), stacker.top[stream])
+            result.acks.append(Mark(t, offsets[stream] + value - stacker.base[stream],
+                                    index[stream], role))
+    return result
+
+
+def _sctp_sequence(pcap: Path) -> TimeSequence:
+    rows = fields(pcap, ["frame.time_relative", "ip.src", "sctp.srcport", "sctp.dstport",
+                         "sctp.data_tsn_raw", "sctp.data_sid", "sctp.sack_cumulative_tsn_ack_raw"],
+                  "sctp", ("-o", "sctp.relative_tsns:FALSE"))
+    if not rows:
+        return TimeSequence("sctp", "TSN (associations stacked)")
+    client = rows[0][1]
+    stacker = _Stacker()
+    parsed = []
+    for t, src, sport, dport, tsns, sids, cum_acks in rows:
+        flow = "-".join(sorted((sport, dport)))
+        if src != client:
+            for tsn, sid in zip(values(tsns), values(sids)):
+                stacker.see(flow, int(tsn), int(tsn) + 1)
+                parsed.append((float(t), "data", flow, int(tsn), int(sid, 0)))
+        else:
+            for ack in values(cum_acks):
+                parsed.append((float(t), "ack", flow, int(ack) + 1, -1))
+    offsets = stacker.offsets()
+    result = TimeSequence("sctp", "TSN (associations stacked)", flows=len(offsets))
+    index = {flow: i for i, flow in enumerate(stacker.order)}
+    trackers: dict[str, TsnTracker] = {}
+    for t, kind, flow, tsn, sid in parsed:
+        if flow not in offsets:
+            continue
+        base = stacker.base[flow]
+        if kind == "data":
+            late = trackers.setdefault(flow, TsnTracker()).see(tsn, t) is not None
+            result.data.append(Mark(t, offsets[flow] + tsn + 1 - base, index[flow], sid, late))
+        else:
+            value = min(max(tsn, base), stacker.top[flow])
+            result.acks.append(Mark(t, offsets[flow] + value - base, index[flow], -1))
+    return result
+
+
+# -- per-flow delivered bytes -------------------------------------------------------------------
+def delivered_series(pcap: Path, flows: list[tuple[str, int, str]]
+                     ) -> list[list[tuple[float, int]]]:
+    """For each flow, (capture time, bytes delivered to its receiver so far) at every
+    acknowledgement of the receiver's that crossed the capture point: TCP's ack number, SCTP's
+    cumulative TSN ack summed over the DATA chunks' lengths. A flow is (the receiver's address,
+    its port, "tcp" or "sctp")."""
+    rows = fields(pcap, ["frame.time_epoch", "ip.src", "tcp.srcport", "tcp.ack",
+                         "sctp.srcport", "sctp.sack_cumulative_tsn_ack_raw"],
+                  "(tcp.flags.ack == 1 && tcp.len == 0) || sctp.chunk_type == 3")
+    acks: dict[tuple[str, int], list[tuple[float, int]]] = {f[:2]: [] for f in flows}
+    for t, src, tcp_port, tcp_ack, sctp_port, cum in rows:
+        if tcp_port and tcp_ack and (src, int(tcp_port)) in acks:
+            acks[(src, int(tcp_port))].append((float(t), int(tcp_ack) - 1))  # less the SYN
+        elif sctp_port and cum and (src, int(sctp_port)) in acks:
+            acks[(src, int(sctp_port))].append((float(t), int(values(cum)[0])))
+    chunks: dict[tuple[str, int], dict[int, DataChunk]] = {f[:2]: {} for f in flows}
+    if any(proto == "sctp" for _, _, proto in flows):
+        for _, frame in sctp_frames(pcap, "sctp"):
+            seen = chunks.get((frame.dst, frame.dst_port))
+            if seen is not None:
+                for chunk in frame.chunks:
+                    seen[chunk.tsn] = chunk
+    return [_tsns_to_bytes(acks[(a, p)], chunks[(a, p)]) if proto == "sctp"
+            else acks[(a, p)] for a, p, proto in flows]
+
+
+def _tsns_to_bytes(acks: list[tuple[float, int]], chunks: dict[int, DataChunk]
+                   ) -> list[tuple[float, int]]:
+    """(time, cumulative TSN) -> (time, payload bytes of every whole message up to it): an
+    SCTP receiver's application gets a message only once its last fragment has arrived."""
+    prefix: dict[int, int] = {}
+    total = whole = 0
+    for tsn in sorted(chunks):
+        total += chunks[tsn].length
+        if chunks[tsn].ends_message:
+            whole = total
+        prefix[tsn] = whole
+    return [(t, prefix[cum]) for t, cum in acks if cum in prefix]

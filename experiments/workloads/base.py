@@ -1,0 +1,127 @@
+"""What a workload is to the harness: the contract every workload module fulfils.
+
+The harness (the run loop, the ledger, resume, rounds, progress, workers, metadata, fan-out,
+tables) knows no workload; it asks the experiment's workload, through this interface:
+
+- which keys of the experiment file are its own, and what they mean (`read`);
+- the points of the matrix and a rough duration of a run (`points`, `estimate_s`);
+- what must exist before any run (`prepare`: data sets, built programs);
+- what a kernel needs to run one run (`order`), and how it runs there (`execute`: which
+  programs start on which node and in which order, what is captured where, how the run's
+  data are verified);
+- what a finished run measured (`analyse`: metrics from the pcap through experiments.tshark and
+  from the programs' own event logs) and which columns that adds to runs.csv and summary.csv.
+
+A run that cannot count raises `RunFailure` (from experiments.procedure) with its reason; it
+is recorded as failed, never as a number."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from topology.net.base import Topology
+
+    from ..harness.spec import Experiment, Reader
+
+
+PROGRAMS_ENV = "TESTBED_PROGRAMS"
+
+
+class WorkloadError(RuntimeError):
+    """A workload cannot start: what it needs is missing; the message says what to do."""
+
+
+def program(name: str) -> Path:
+    """A C program of the testbed, built by `make build` into ftp-impl/build (or the folder
+    $TESTBED_PROGRAMS names, for an installed testbed)."""
+    from topology.kernel.base import REPO_ROOT
+
+    folder = Path(os.environ.get(PROGRAMS_ENV) or REPO_ROOT / "ftp-impl" / "build")
+    return folder / name
+
+
+def require_programs(*names: str) -> dict[str, str]:
+    """The programs' paths, or WorkloadError naming the missing ones."""
+    paths = {name: program(name) for name in names}
+    missing = [str(p) for p in paths.values() if not os.access(p, os.X_OK)]
+    if missing:
+        raise WorkloadError(f"the testbed's programs are not built ({', '.join(missing)}): run "
+                            f"`make build` (or point ${PROGRAMS_ENV} at their folder)")
+    return {name: str(path) for name, path in paths.items()}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number a run measures. Summaries give each metric's mean and 90% interval."""
+
+    name: str          # a runs.csv column, unit in the name (transfer_time_s, jain_index)
+    description: str
+
+
+@dataclass(frozen=True)
+class Point:
+    """One cell of the matrix: every run of it has the same parameters."""
+
+    key: str                                  # names its runs: <key>_r<rep>
+    network: str                              # the name of its entry in [network]
+    loss: float
+    profile: str                              # the hosts' stack profile (profiles.py)
+    columns: tuple[tuple[str, Any], ...]      # its columns in runs.csv and summary.csv
+
+    def run_id(self, rep: int) -> str:
+        return f"{self.key}_r{rep:03d}"
+
+    def as_row(self) -> dict[str, Any]:
+        return dict(self.columns)
+
+    def get(self, column: str) -> Any:
+        return dict(self.columns)[column]
+
+
+class Workload(Protocol):
+    kind: str
+    topologies: tuple[str, ...]          # the topologies it can run on
+    top_keys: dict[str, Any]             # top-level keys of the experiment file it owns
+    matrix_keys: dict[str, Any]          # its axes in [matrix], beside loss and tcp_profiles
+    table: str | None                    # the table of its own settings ([flows]), if any
+    table_keys: dict[str, Any]
+    metrics: tuple[Metric, ...]
+    default_metric: str                  # what decides that a point is tight, unless the
+                                         # experiment's [repetitions] metric says otherwise
+    point_columns: tuple[str, ...]       # the point's columns, in order
+    run_columns: tuple[str, ...]         # its columns of runs.csv after status (metrics first)
+    summary_aliases: dict[str, str]      # extra summary.csv names for generic columns
+    analysis_version: int                # bumped when `analyse` reads runs differently
+
+    def read(self, reader: "Reader", data: dict[str, Any]) -> Any:
+        """Its settings from the whole file (already checked against its keys' types)."""
+
+    def record(self, settings: Any) -> dict[str, Any]:
+        """Its settings as meta.json records them."""
+
+    def points(self, experiment: "Experiment") -> list[Point]: ...
+
+    def estimate_s(self, experiment: "Experiment", point: Point) -> float: ...
+
+    def prepare(self, experiment: "Experiment", data_root: Path) -> Any:
+        """Before the first run: make what runs need (data sets under data_root), check that
+        what they use exists (WorkloadError otherwise). What it returns is given to `order`."""
+
+    def order(self, experiment: "Experiment", point: Point, prepared: Any) -> dict[str, Any]:
+        """Its part of a run's order (JSON), read by `execute` inside the kernel."""
+
+    def execute(self, net: "Topology", run: dict[str, Any], run_dir: Path,
+                record: dict[str, Any], mark: Callable[[str], None]) -> None:
+        """Inside the kernel, on the built topology with the run's links and sysctls applied:
+        run it, write what it produced into run_dir and record (its pcap moved to
+        run["pcap"], named in record["pcap"]), call mark(phase) at the end of each phase,
+        raise RunFailure when the run cannot count."""
+
+    def analyse(self, experiment: "Experiment", run_dir: Path, record: dict[str, Any],
+                capture: Path | None) -> dict[str, Any]:
+        """On the host: its run_columns (None where not measured), "flagged" when a
+        cross-check failed, and "notes" (a list of what the reading noticed). `capture` is the
+        run's pcap, None when there is none."""

@@ -1,0 +1,317 @@
+"""ftp-mget: one FTP session fetches N files of one size with `mget *` across `path` (E1, E2).
+
+    ftpd on the server, a capture of whole packets on the client's interface, then
+    `ftpc --variant V mget '*'` on the client; every downloaded file checked against the data
+    set's SHA-256 digests.
+
+Its keys: `metric` (top level: which interval the studies measured), and in [matrix]
+`file_sizes`, `files`, `variants`. Points: path x loss x size x variant x TCP profile (the
+profiles multiply the tcp variant only). Metrics: the transfer time read from the client's
+pcap (the deciding one), with the same interval from the client's own clock as a cross-check
+(a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from topology.net.addresses import CLIENT_IP, SERVER_IP
+from topology.params import ParameterError
+
+from .. import procedure
+from ..harness.profiles import SCTP_PROFILE
+from ..procedure import RunFailure
+from . import dataset
+from .base import Metric, Point, WorkloadError, require_programs
+
+if TYPE_CHECKING:
+    from topology.net.base import Topology
+
+    from ..harness.spec import Experiment, Reader
+
+KIND = "ftp-mget"
+VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
+LATER_VARIANTS = ("xftp", "tcp-pipelined")
+INTERVALS = {
+    "nlst150-to-last226": "the client's receipt of the 150 reply to NLST to its receipt of the "
+                          "last 226 (E1)",
+    "first-packet-to-last226": "the first packet the client sends for mget to its receipt of "
+                               "the last 226 (E2)",
+}
+MAX_FILES = 10_000
+MAX_FILE_SIZE = 1 << 30
+AGREEMENT_S = 0.001
+CLIENT_IF = "client-eth0"
+DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
+LINUX_SCTP_RTO_MIN_MS = 1000
+
+
+@dataclass(frozen=True)
+class Settings:
+    interval: str                      # one of INTERVALS
+    file_sizes: tuple[int, ...]
+    files: int
+    variants: tuple[str, ...]
+
+
+def parse_size(text: str | int) -> int:
+    """'10K' -> 10240 bytes, '1M' -> 1048576 (K and M are binary, as ls -h prints them)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", str(text), re.IGNORECASE)
+    if not match:
+        raise ParameterError(f"cannot read file size {text!r}: use e.g. 10K, 200K, 1M")
+    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[
+        match.group(2).upper()]
+
+
+def size_label(size: int) -> str:
+    for unit, factor in (("M", 1 << 20), ("K", 1 << 10)):
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
+
+
+def transport_of(variant: str) -> str:
+    return "tcp" if variant == "tcp" else "sctp"
+
+
+def profile_for(variant: str, tcp_profile: str) -> str:
+    """TCP profiles apply to the tcp variant; SCTP variants run with the SCTP knobs."""
+    return tcp_profile if variant == "tcp" else SCTP_PROFILE
+
+
+# -- the client's events and the intervals --------------------------------------------------------
+def client_events(run_dir: Path) -> list[dict[str, Any]]:
+    events = []
+    log = run_dir / "client.jsonl"
+    if log.exists():
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return events
+
+
+def client_interval(events: list[dict[str, Any]], interval: str) -> float | None:
+    from ..tshark.ftp import DATA_SETUP_COMMANDS
+
+    end = next((e["t"] for e in reversed(events) if e.get("event") == "last_226"), None)
+    if interval == "nlst150-to-last226":
+        start = next((e["t"] for e in events if e.get("event") == "nlst_150"), None)
+    else:
+        start = next((e["t"] for e in events if e.get("event") == "command"
+                      and e.get("cmd") in DATA_SETUP_COMMANDS), None)
+    return None if start is None or end is None else end - start
+
+
+def pcap_interval(pcap: Path, transport: str, interval: str) -> float | None:
+    """The interval read from the client's capture; None when a reply it needs never became
+    whole in the capture: no measurement, never a number."""
+    from ..tshark.ftp import DATA_SETUP_COMMANDS, control_channel
+
+    channel = control_channel(pcap, transport)
+    end = channel.last_reply(226)
+    if interval == "nlst150-to-last226":
+        start = channel.first_reply(150)
+    else:
+        start = channel.first_command(DATA_SETUP_COMMANDS)
+    if start is None or end is None or not math.isfinite(end - start):
+        return None
+    return end - start
+
+
+class FtpMget:
+    kind = KIND
+    topologies = ("path",)
+    top_keys = {"metric": str}
+    matrix_keys = {"file_sizes": list, "files": int, "variants": list}
+    table = None
+    table_keys: dict[str, Any] = {}
+    metrics = (
+        Metric("transfer_time_s", "the session's interval (the experiment's metric) read from "
+                                  "the client's pcap, seconds"),
+        Metric("client_time_s", "the same interval from the client's own clock, seconds"),
+        Metric("retransmissions", "retransmitted segments or DATA chunks, both directions"),
+        Metric("timeouts", "retransmissions driven by a timer"),
+    )
+    default_metric = "transfer_time_s"
+    point_columns = ("path", "loss", "file_size", "files", "variant", "profile")
+    run_columns = ("transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
+                   "connections", "handshakes", "retransmissions", "timeouts")
+    summary_aliases = {"mean_s": "transfer_time_s_mean", "sd_s": "transfer_time_s_sd",
+                       "ci90_half_s": "transfer_time_s_ci90_half",
+                       "ci90_rel": "transfer_time_s_ci90_rel",
+                       "ci_half_s": "transfer_time_s_ci_half"}
+    analysis_version = 5
+
+    # -- the experiment file -------------------------------------------------------------------
+    def read(self, reader: "Reader", data: dict[str, Any]) -> Settings:
+        interval = data.get("metric", "nlst150-to-last226")
+        reader.choice("metric", interval, INTERVALS, "metric")
+        matrix = data["matrix"]
+        sizes = reader.required(matrix, "file_sizes", "matrix")
+        if not sizes:
+            raise reader.fail("matrix.file_sizes", "needs at least one size")
+        sizes = tuple(reader.guard("matrix.file_sizes", parse_size, v) for v in sizes)
+        for size in sizes:
+            if not 1 <= size <= MAX_FILE_SIZE:
+                raise reader.fail("matrix.file_sizes",
+                                  f"{size} bytes is out of range (1 B to 1 GiB)")
+        files = reader.required(matrix, "files", "matrix")
+        if not 1 <= files <= MAX_FILES:
+            raise reader.fail("matrix.files", f"{files} is out of range (1 to {MAX_FILES})")
+        variants = reader.required(matrix, "variants", "matrix")
+        if not variants:
+            raise reader.fail("matrix.variants", "needs at least one variant")
+        for variant in variants:
+            if variant in LATER_VARIANTS:
+                raise reader.fail("matrix.variants", f"{variant!r} is not implemented yet")
+            reader.choice("matrix.variants", variant, VARIANTS, "variant")
+        return Settings(interval, sizes, files, tuple(variants))
+
+    def record(self, settings: Settings) -> dict[str, Any]:
+        return {"metric": settings.interval, "metric_definition": INTERVALS[settings.interval],
+                "file_sizes": list(settings.file_sizes), "files": settings.files,
+                "variants": list(settings.variants)}
+
+    # -- the matrix ----------------------------------------------------------------------------
+    def points(self, experiment: "Experiment") -> list[Point]:
+        settings: Settings = experiment.settings
+        seen: dict[str, Point] = {}
+        for path in experiment.network.entries:
+            for loss in experiment.losses:
+                for size in settings.file_sizes:
+                    for variant in settings.variants:
+                        for tcp_profile in experiment.tcp_profiles:
+                            profile = profile_for(variant, tcp_profile)
+                            key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
+                                   f"{settings.files}_{variant}_{profile}")
+                            seen.setdefault(key, Point(key, path.name, loss, profile, (
+                                ("path", path.name), ("loss", loss), ("file_size", size),
+                                ("files", settings.files), ("variant", variant),
+                                ("profile", profile))))
+        return list(seen.values())
+
+    def estimate_s(self, experiment: "Experiment", point: Point) -> float:
+        """A rough duration of one run, for ordering and the first ETA: the bytes at the path's
+        goodput, stretched by loss, plus a few round trips per file and fixed start-up
+        costs."""
+        path = experiment.network.entry(point.network)
+        files, size = point.get("files"), point.get("file_size")
+        transfer = files * size * 8 / (0.95 * path.rate_bps)
+        round_trips = files * (2 if point.get("variant").startswith("sctp-ms") else 4)
+        stretch = 1 + 8 * point.loss
+        return 4.0 + stretch * (transfer + round_trips * 2 * path.delay_s)
+
+    # -- before the runs -----------------------------------------------------------------------
+    def prepare(self, experiment: "Experiment", data_root: Path) -> dict[str, Any]:
+        programs = require_programs("ftpd", "ftpc")
+        settings: Settings = experiment.settings
+        data = {}
+        for size in settings.file_sizes:
+            made = dataset.ensure(data_root, size, settings.files, experiment.seed)
+            problems = made.check()
+            if problems:
+                raise WorkloadError("data set is not as made: " + "; ".join(problems[:3]))
+            data[size] = made
+        return {"programs": programs, "data": data}
+
+    def order(self, experiment: "Experiment", point: Point, prepared: dict[str, Any]
+              ) -> dict[str, Any]:
+        data = prepared["data"][point.get("file_size")]
+        return {"variant": point.get("variant"), "data": str(data.root),
+                "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"]}
+
+    # -- inside the kernel ---------------------------------------------------------------------
+    def execute(self, net: "Topology", run: dict[str, Any], run_dir: Path,
+                record: dict[str, Any], mark: Callable[[str], None]) -> None:
+        order = run["workload"]
+        client, server = net.node("client"), net.node("server")
+        missing = [n for n in order["expected"] if not (Path(order["data"]) / n).is_file()]
+        if missing:
+            raise RunFailure(f"data set incomplete on the server side: {missing[:3]}")
+        download = Path(order["scratch"]) / run["id"]
+        shutil.rmtree(download, ignore_errors=True)
+        download.mkdir(parents=True)
+        pcap_partial = Path(run["pcap"] + ".partial")
+        timeout_s = run["timeout_s"]
+        ftpd = capture = None
+        try:
+            # server and capture start side by side: each costs a few hundred ms in the kernel
+            ftpd_argv = procedure.ftp_server_argv(order["ftpd"], order["data"], SERVER_IP,
+                                                  str(run_dir / "ftpd.log"), timeout_s)
+            ftpd = procedure.launch_logged(server.popen, ftpd_argv, run_dir / "ftpd.out")
+            capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
+                                               run["snaplen"])
+            procedure.await_ready(ftpd, ftpd_argv, run_dir / "ftpd.out")
+            procedure.await_capture(capture, CLIENT_IF)
+            mark("server_and_capture_start")
+            started = time.monotonic()
+            record["client_status"] = procedure.run(
+                client.popen, procedure.ftp_client_argv(order["ftpc"], order["variant"],
+                                                        SERVER_IP, str(download), timeout_s),
+                run_dir / "client.jsonl", run_dir / "client.err", timeout_s + 30)
+            record["client_wall_s"] = time.monotonic() - started
+            mark("client")
+            if record["client_status"] != 0:
+                reason = (run_dir / "client.err").read_text(errors="replace").strip()
+                raise RunFailure(f"the client failed ({record['client_status']}): "
+                                 f"{reason[-300:]}")
+            problems = dataset.verify_download(download, order["expected"])
+            if problems:
+                raise RunFailure("downloaded files do not match: " + "; ".join(problems[:5]))
+            mark("verify")
+        finally:
+            if capture is not None:
+                procedure.stop_capture(capture, pcap_partial)
+                if pcap_partial.exists():
+                    os.replace(pcap_partial, run["pcap"])
+                    record["pcap"] = run["pcap"]
+            if ftpd is not None:
+                procedure.stop(ftpd)
+            shutil.rmtree(download, ignore_errors=True)
+
+    # -- on the host ---------------------------------------------------------------------------
+    def analyse(self, experiment: "Experiment", run_dir: Path, record: dict[str, Any],
+                capture: Path | None) -> dict[str, Any]:
+        settings: Settings = experiment.settings
+        rto_floor_s = experiment.sctp.get("rto_min_ms", LINUX_SCTP_RTO_MIN_MS) / 1000
+        row = measure(run_dir, capture, record["params"]["variant"], settings.interval,
+                      rto_floor_s, CLIENT_IP)
+        if record["status"] == "ok" and row["transfer_time_s"] is None:
+            row["notes"].append("the measured instants are not in the pcap")
+        return row
+
+
+def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
+            rto_floor_s: float, client_ip: str) -> dict[str, Any]:
+    """What a session measured: the interval from the client's pcap and from its own clock
+    (flagged when they disagree by over 1 ms), and the pcap's counters. The harness and the
+    playbooks' analysis of a fetched run both read a run this way."""
+    from ..tshark import transport
+
+    kind = transport_of(variant)
+    row: dict[str, Any] = {"transfer_time_s": None, "pcap_client_diff_ms": None,
+                           "flagged": False, "notes": []}
+    row["client_time_s"] = client_interval(client_events(run_dir), interval)
+    if capture is not None:
+        row["transfer_time_s"] = pcap_interval(capture, kind, interval)
+        row.update(vars(transport.counters(capture, kind, client_ip, rto_floor_s)))
+    if row["transfer_time_s"] is not None and row["client_time_s"] is not None:
+        diff = row["transfer_time_s"] - row["client_time_s"]
+        row["pcap_client_diff_ms"] = 1000 * diff
+        if abs(diff) > AGREEMENT_S:
+            row["flagged"] = True
+            row["notes"].append(f"pcap and client disagree by {1000 * diff:+.2f} ms")
+    return row
+
+
+WORKLOAD = FtpMget()
