@@ -1,11 +1,10 @@
-# Entry points of the testbed. Every target that needs system packages runs `setup` first,
-# which installs only what is missing (Debian packages, the pinned kernel's modules).
+# Entry points of the testbed: the `testbed` command (installed by `setup` into .venv) and the
+# C programs. Every target that needs system packages runs `setup` first, which installs only
+# what is missing (Debian packages, the pinned kernel's modules, the testbed command).
 KERNEL ?= uml
 PYTHON := /usr/bin/python3
+TESTBED := $(CURDIR)/.venv/bin/testbed
 export KERNEL
-export PYTHONPATH := $(CURDIR)
-# Mininet imports distutils; the standard library's is fast, setuptools' shim is not.
-export SETUPTOOLS_USE_DISTUTILS := stdlib
 
 # The experiment `make experiment` runs: a name in experiments/ or a .toml file.
 EXP ?= demo
@@ -19,17 +18,18 @@ SETUP_FLAGS ?=
 # registry, or the local one `make image-base` bootstraps where no registry is reachable).
 IMAGE ?= localhost/testbed
 BASE_IMAGE ?= debian:bookworm
+RESULTS_OPTION = $(if $(RESULTS),--results $(RESULTS))
 
-.PHONY: all setup setup-test kernel build test test-core test-ftp test-virtual test-harness fidelity \
-        bench-virtual bench-virtual-links bench-harness bench-ftp experiment smoke tables report clean \
-        image image-base fanout deploy-emulated
+.PHONY: all setup setup-test kernel build test test-fast lint test-core test-ftp test-virtual \
+        test-harness fidelity bench-virtual bench-virtual-links bench-harness bench-ftp \
+        experiment smoke tables report clean image image-base fanout deploy-emulated
 
 all: build
 
 setup:
 	bash docker/setup.sh $(SETUP_FLAGS)
 
-# setup, plus what only the tests use: Ansible and sshd, podman, debootstrap and hadolint.
+# setup, plus what only the tests use: Ansible and sshd, podman, debootstrap, the linters.
 setup-test:
 	bash docker/setup.sh --test-tools
 
@@ -38,7 +38,7 @@ setup-test:
 # then the wall-cpu clock's wake-up latency table (calibrated once per machine, about 70 s).
 kernel: setup
 	bash topology/kernel/timetravel/build.sh
-	$(PYTHON) -m topology wake-latency
+	$(TESTBED) wake-latency
 
 build: setup
 	$(MAKE) -C ftp-impl
@@ -46,6 +46,14 @@ build: setup
 # The whole suite, as CI runs it. Tests boot the pinned kernel themselves.
 test: setup-test build
 	$(PYTHON) -m pytest tests
+
+# The edit-test loop: the tests that need no kernel and no build, and the linters (seconds).
+test-fast:
+	$(PYTHON) -m pytest tests/unit
+
+# ruff, shellcheck and clang-format, as configured in the repository (part of test-fast).
+lint: setup-test
+	$(PYTHON) -m pytest tests/unit/test_lint.py
 
 test-core: setup
 	$(PYTHON) -m pytest tests/core
@@ -61,36 +69,35 @@ test-virtual: kernel
 
 # Link fidelity of the E1 paths: prints a table, writes results/fidelity.json.
 fidelity: setup
-	$(PYTHON) -m topology fidelity --kernel $(KERNEL)
+	$(TESTBED) fidelity --kernel $(KERNEL)
 
 # Virtual time against real time: the FTP programs on the E1 paths through the harness, in real
 # time, wall-cpu and inf-cpu virtual time, in alternating batches (BATCHES, default 3; about 30
 # minutes); E1=1 adds one timed repetition of the full E1 matrix in virtual time.
 # Prints tables, writes results/bench-virtual.json.
 bench-virtual: kernel build
-	$(PYTHON) -m experiments.harness.virtual_bench $(if $(E1),--e1) $(if $(WORKERS),--workers $(WORKERS)) \
+	$(TESTBED) bench virtual-clock $(if $(E1),--e1) $(if $(WORKERS),--workers $(WORKERS)) \
 		$(if $(BATCHES),--batches $(BATCHES))
 
 # The links alone in both clocks (ping RTT, TCP and SCTP goodput, kernel-level transfers):
 # writes results/bench-virtual-links.json.
 bench-virtual-links: kernel
-	$(PYTHON) -m topology.fidelity.virtual_bench
+	$(TESTBED) bench virtual-links
 
 # The main job: run (or resume) an experiment; results in results/$(EXP)/ (or $(RESULTS)/$(EXP)/).
 experiment: setup build
-	$(PYTHON) -m experiments.harness run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS)) \
-		$(if $(RESULTS),--results $(RESULTS))
+	$(TESTBED) run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS)) $(RESULTS_OPTION)
 
 smoke:
 	$(MAKE) experiment EXP=smoke
 
 # ftpc/ftpd against iperf3 and vsftpd: prints a table, writes results/bench-ftp.json.
 bench-ftp: setup build
-	$(MAKE) -C ftp-impl bench
+	$(TESTBED) bench ftp
 
 # Harness overhead and parallel speed-up: prints a table, writes results/bench-harness.json.
 bench-harness: setup build
-	$(PYTHON) -m experiments.harness.bench
+	$(TESTBED) bench harness
 
 # Fan an experiment's pending points out over the `workers` of an Ansible inventory, run them
 # there and merge every host's runs into results/$(EXP)/ (or $(RESULTS)/$(EXP)/); the same
@@ -107,17 +114,17 @@ fanout:
 # fetch its pcap and logs: results/ansible/emulated/ (or $(RESULTS)/ansible/emulated/). See
 # playbooks/README.md.
 deploy-emulated: setup-test
-	$(PYTHON) -m topology.deploy.emulated $(if $(VARIANT),--variant $(VARIANT)) \
+	$(TESTBED) deploy-emulated $(if $(VARIANT),--variant $(VARIANT)) \
 		$(if $(RESULTS),--out $(abspath $(RESULTS))/ansible/emulated)
 
-# Rebuild runs.csv, summary.csv and meta.json from the finished runs.
-tables:
-	$(PYTHON) -m experiments.harness tables $(EXP) $(if $(RESULTS),--results $(RESULTS))
+# Rebuild runs.csv, summary.csv, matrix.json and meta.json from the finished runs.
+tables: setup
+	$(TESTBED) tables $(EXP) $(RESULTS_OPTION)
 
-# Figures (PNG, PDF), speed-up tables and a self-contained report.html from the result files
-# of an experiment: results/$(EXP)/report/. LOG=1 draws the time axes logarithmic.
-report:
-	$(PYTHON) -m analysis report $(EXP) $(if $(LOG),--log) $(if $(RESULTS),--results $(RESULTS))
+# Figures (PNG, PDF), the workload's tables and a self-contained report.html from the result
+# files of an experiment: results/$(EXP)/report/. LOG=1 draws the time axes logarithmic.
+report: setup
+	$(TESTBED) report $(EXP) $(if $(LOG),--log) $(RESULTS_OPTION)
 
 # The container image (docker/Dockerfile, see docker/README.md) with the Docker engine, or
 # with podman where there is none. IMAGE_ARGS adds build options, e.g.

