@@ -1,5 +1,7 @@
 """Shared by every test folder: the repository importable, and a check at the end of the
-session that no pinned-kernel process this test run started is still alive."""
+session that no pinned-kernel process this test run started is still alive. Every kernel the
+run starts, directly or through the programs it runs, carries the run's TESTBED_OWNER on its
+command line (topology/kernel/uml.py): `.ci/run` sets one for the whole of `make test`."""
 from __future__ import annotations
 
 import os
@@ -11,12 +13,18 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
+os.environ.setdefault("TESTBED_OWNER", f"pytest-{os.getpid()}")
 
 
-def stray_kernels(marker: str = f"umid=tb{os.getpid()}-") -> list[str]:
-    """Command lines of User-Mode Linux processes started from this process."""
+def stray_kernels(marker: str = f"TESTBED_OWNER={os.environ['TESTBED_OWNER']}") -> list[str]:
+    """Command lines of User-Mode Linux processes with the marker as one of their arguments
+    (a marker ending in "-", such as "umid=tb<pid>-", as an argument's beginning)."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line.strip() for line in out.splitlines() if "linux.uml" in line and marker in line]
+
+    def marked(line: str) -> bool:
+        return any(word == marker or (marker.endswith("-") and word.startswith(marker))
+                   for word in line.split())
+    return [line.strip() for line in out.splitlines() if "linux.uml" in line and marked(line)]
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001

@@ -75,7 +75,7 @@ def test_a_kernel_crash_is_reported_not_hung():
 
 
 def test_ctrl_c_halts_the_kernel_and_leaves_no_process():
-    proc = subprocess.Popen([PYTHON, "-m", "topology", "run", "--", "sleep", "600"], cwd=REPO,
+    proc = subprocess.Popen([PYTHON, "-m", "testbed", "kernel", "--", "sleep", "600"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marker = f"umid=tb{proc.pid}-"
     deadline = time.monotonic() + 60
@@ -93,7 +93,7 @@ def test_ctrl_c_halts_the_kernel_and_leaves_no_process():
 def test_unknown_backend_is_refused_with_the_choices():
     with pytest.raises(BackendError, match="unknown kernel backend 'xen'.*uml, host, auto"):
         open_backend("xen")
-    cli = subprocess.run([PYTHON, "-m", "topology", "run", "--", "true"], cwd=REPO,
+    cli = subprocess.run([PYTHON, "-m", "testbed", "kernel", "--", "true"], cwd=REPO,
                          env={**os.environ, "KERNEL": "xen"}, capture_output=True, text=True)
     assert cli.returncode == 2
     assert "unknown kernel backend 'xen'" in cli.stderr
@@ -116,11 +116,20 @@ def test_host_backend_refuses_a_kernel_without_sctp_or_netem():
 
 def test_bad_link_parameter_is_refused_before_any_kernel_starts():
     before = time.monotonic()
-    cli = subprocess.run([PYTHON, "-m", "topology", "net", "path", "--delay=-5ms"], cwd=REPO,
+    cli = subprocess.run([PYTHON, "-m", "testbed", "net", "path", "--delay=-5ms"], cwd=REPO,
                          capture_output=True, text=True)
     assert cli.returncode == 2
     assert "delay must be between 0 and 10 s" in cli.stderr
     assert time.monotonic() - before < 5  # no boot happened
-    cli = subprocess.run([PYTHON, "-m", "topology", "net", "path", "--loss", "1.5"], cwd=REPO,
+    cli = subprocess.run([PYTHON, "-m", "testbed", "net", "path", "--loss", "1.5"], cwd=REPO,
                          capture_output=True, text=True)
     assert cli.returncode == 2 and "loss must be a ratio between 0 and 1" in cli.stderr
+
+
+def test_every_kernel_carries_the_owner_of_the_run_that_started_it(monkeypatch, tmp_path):
+    from topology.kernel.uml import UmlBackend
+
+    monkeypatch.setenv("TESTBED_OWNER", "ci-42-1700000000")
+    assert "TESTBED_OWNER=ci-42-1700000000" in UmlBackend().boot_args("tbx", tmp_path)
+    monkeypatch.setenv("TESTBED_OWNER", "two words")  # never breaks the boot line
+    assert not any(a.startswith("TESTBED_OWNER") for a in UmlBackend().boot_args("tbx", tmp_path))

@@ -41,6 +41,19 @@ def stop_all() -> None:
 atexit.register(stop_all)
 
 
+OWNER_ENV = "TESTBED_OWNER"
+
+
+def owner_args() -> list[str]:
+    """`TESTBED_OWNER=...` on the kernel's command line when the environment names an owner (a
+    test run, CI): what started a kernel can then find exactly its own among the machine's
+    processes. An unusable value is left out rather than break the boot line."""
+    owner = os.environ.get(OWNER_ENV, "")
+    if owner and all(c.isalnum() or c in "-_." for c in owner):
+        return [f"{OWNER_ENV}={owner}"]
+    return []
+
+
 def scratch_root() -> Path:
     return Path(os.environ.get("TESTBED_SCRATCH", "/tmp/testbed-scratch"))
 
@@ -107,7 +120,7 @@ class UmlBackend:
             self.binary, f"mem={self.memory}", "rootfstype=hostfs", "rootflags=/", "rw",
             f"init={INIT_SCRIPT}", "con=null", "con0=fd:0,fd:1", "quiet",
             f"umid={instance}", f"uml_dir={scratch}", f"TESTBED_SCRATCH={scratch}",
-            f"TESTBED_HOSTNAME={instance}", *self.extra_boot_args,
+            f"TESTBED_HOSTNAME={instance}", *owner_args(), *self.extra_boot_args,
         ]
 
     def run(self, argv: Sequence[str], *, cwd: Path | None = None,
