@@ -21,7 +21,9 @@ hostname "${TESTBED_HOSTNAME:-testbed}"
 uname -r > "$scratch/kernel-release"
 ip link set lo up
 
-# TESTBED_MODULES=none: a kernel with everything built in (the time-travel kernel).
+# TESTBED_MODULES=none: a kernel with everything built in (the time-travel kernel). The list
+# is split into module names on purpose.
+# shellcheck disable=SC2086
 if [ "${TESTBED_MODULES:-}" != none ] &&
    ! modprobe -a ${TESTBED_MODULES:-sctp sch_netem sch_htb veth} 2> "$scratch/modprobe.err"; then
   echo "pinned kernel: modprobe failed: $(cat "$scratch/modprobe.err"); run 'make setup'" > "$scratch/stderr"

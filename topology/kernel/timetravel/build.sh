@@ -32,8 +32,9 @@ die() { printf 'kernel: BUILD FAILED: %s\n' "$*" >&2; exit 1; }
 source_version() {
   local version
   version=$(dpkg-query -W -f='${Version}' "$source_package" 2>/dev/null || true)
-  [ -n "$version" ] && [ -f "$tarball" ] \
-    || die "Debian's $source_package is not installed ($tarball missing): run 'make setup'"
+  if [ -z "$version" ] || [ ! -f "$tarball" ]; then
+    die "Debian's $source_package is not installed ($tarball missing): run 'make setup'"
+  fi
   printf '%s\n' "$version"
 }
 
@@ -82,11 +83,14 @@ patched_source() {
     cp -al "$pristine" "$dir.tmp" || die "cannot link $pristine to $dir.tmp"
     rm -f "$dir.tmp/.unpacked"
     for patch in $(patches); do
-      for file in $(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$patch"); do
+      # the files a patch changes become copies first: the tree is hard links to the source
+      while read -r file; do
         [ -f "$dir.tmp/$file" ] || continue
-        cp "$dir.tmp/$file" "$dir.tmp/$file.copy" && mv "$dir.tmp/$file.copy" "$dir.tmp/$file" \
-          || die "cannot copy $file"
-      done
+        if ! { cp "$dir.tmp/$file" "$dir.tmp/$file.copy" &&
+               mv "$dir.tmp/$file.copy" "$dir.tmp/$file"; }; then
+          die "cannot copy $file"
+        fi
+      done < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$patch")
       patch -d "$dir.tmp" -p1 -s --forward --no-backup-if-mismatch < "$patch" \
         || die "$(basename "$patch") does not apply to $source_package $version"
     done
