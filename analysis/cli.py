@@ -18,7 +18,7 @@ from topology.kernel.base import default_results_root
 
 from . import report, results
 from .ftp_mget import LUA_DISSECTOR, speedup
-from .ftp_mget.results import FtpResults
+from .ftp_mget.points import FtpResults
 
 ERRORS = (results.ResultError, TsharkError, KeyError)
 

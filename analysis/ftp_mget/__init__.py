@@ -2,7 +2,7 @@
 speed-ups of the variants with their confidence, per-run counters and time-sequences of chosen
 runs from their pcaps.
 
-    results.py   the result set as ftp-mget points (path, loss, size, files, variant, profile)
+    points.py    the result set as ftp-mget points (path, loss, size, files, variant, profile)
     speedup.py   ratios of mean transfer times with their confidence, and whether they count
     figures.py   transfer time vs loss, counters, time-sequence"""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from experiments.tshark.transport import time_sequence
 from .. import html
 from ..results import ResultSet
 from . import figures, speedup
-from .results import FtpResults, size_label
+from .points import FtpResults, size_label
 
 if TYPE_CHECKING:
     from ..report import Report

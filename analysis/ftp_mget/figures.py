@@ -18,7 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from experiments.tshark.transport import TimeSequence  # noqa: E402
 
-from .results import FtpResults, size_label  # noqa: E402
+from .points import FtpResults, size_label  # noqa: E402
 
 SERIES_STYLE: dict[str, dict[str, str]] = {
     "tcp": {"color": "#1f77b4", "marker": "o"},

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from ..results import FINISHED
-from .results import FtpResults, Point, PointKey, series_label, size_label
+from .points import FtpResults, Point, PointKey, series_label, size_label
 
 # (faster candidate, baseline): the speed-up of the first over the second.
 COMPARISONS: tuple[tuple[str, str], ...] = (

@@ -48,7 +48,7 @@ def tiny_results(tmp_path_factory) -> Path:
     experiment = base / "tinyanalysis.toml"
     experiment.write_text(TINY)
     results = base / "results"
-    run = run_python("-m", "experiments.harness", "run", str(experiment), "--results",
+    run = run_python("-m", "testbed", "run", str(experiment), "--results",
                      str(results), "--workers", "1")
     assert run.returncode == 0, run.stderr[-3000:]
     folder = results / "tinyanalysis"

@@ -7,7 +7,9 @@ import subprocess
 
 import pytest
 
-from analysis import tshark
+from analysis.ftp_mget import LUA_DISSECTOR
+from experiments.tshark import fields
+from experiments.tshark.ftp import over_sctp
 
 SCTP_VARIANTS = ("sctp-naive", "sctp-ms", "sctp-ms-cp")
 FILES = 2
@@ -22,7 +24,7 @@ def test_commands_and_replies_on_the_right_stream(tiny_results, variant):
     captures = pcaps(tiny_results, variant)
     assert captures
     for pcap in captures:
-        lines = tshark.ftp_over_sctp(pcap)
+        lines = over_sctp(pcap, LUA_DISSECTOR)
         assert lines, f"nothing decoded in {pcap}"
         control = [l for l in lines if l.role == "control"]
         data = [l for l in lines if l.role == "data"]
@@ -50,7 +52,7 @@ def test_builtin_ftp_fields_and_data_bytes(tiny_results):
     FTP data adds up to the files and the listing announced by the 150 replies."""
     pcap = pcaps(tiny_results, "sctp-ms")[0]
     argv = ["tshark", "-2", "-r", str(pcap), "-n", "-X",
-            f"lua_script:{tshark.LUA_DISSECTOR}", "-Y", "ftpsctp", "-T", "fields",
+            f"lua_script:{LUA_DISSECTOR}", "-Y", "ftpsctp", "-T", "fields",
             "-E", "occurrence=a", "-E", "aggregator=|", "-e", "ftp.request.command",
             "-e", "ftp.response.code", "-e", "ftpsctp.data_length",
             "-e", "ftpsctp.announced_bytes"]
@@ -68,8 +70,8 @@ def test_builtin_ftp_fields_and_data_bytes(tiny_results):
 
 def test_tcp_pcaps_decode_with_the_builtin_ftp(tiny_results):
     pcap = pcaps(tiny_results, "tcp")[0]
-    rows = tshark.run_tshark(pcap, ["ftp.request.command"], "ftp.request",
-                             ("-X", f"lua_script:{tshark.LUA_DISSECTOR}"))
+    rows = fields(pcap, ["ftp.request.command"], "ftp.request",
+                  ("-X", f"lua_script:{LUA_DISSECTOR}"))
     commands = [r[0] for r in rows]
     assert commands.count("RETR") == FILES and "NLST" in commands
-    assert not tshark.ftp_over_sctp(pcap)          # the Lua dissector leaves TCP alone
+    assert not over_sctp(pcap, LUA_DISSECTOR)          # the Lua dissector leaves TCP alone

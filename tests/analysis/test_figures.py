@@ -4,13 +4,19 @@ equal to runs.csv's counters, time-sequences with the streams each variant uses.
 from __future__ import annotations
 
 import csv
-import math
 from statistics import fmean
 
 import pytest
 
-from analysis import figures, report, results
+from analysis import ftp_mget, results
+from analysis.ftp_mget import figures
+from analysis.ftp_mget.points import FtpResults
+from experiments.tshark import SCTP_OPTIONS, fields
 from tests.analysis.conftest import VARIANTS
+
+
+def load(folder):
+    return FtpResults(results.load(folder))
 
 
 def summary_rows(folder):
@@ -23,7 +29,7 @@ def series_name(variant: str) -> str:
 
 
 def test_transfer_time_figure_plots_the_summary(tiny_results):
-    rs = results.load(tiny_results)
+    rs = load(tiny_results)
     fig = figures.transfer_time_figure(rs, "lan")
     axes = fig.get_axes()
     assert len(axes) == 1                                   # one panel per file size
@@ -51,7 +57,7 @@ def test_transfer_time_figure_plots_the_summary(tiny_results):
 
 
 def test_log_scale_option(tiny_results):
-    rs = results.load(tiny_results)
+    rs = load(tiny_results)
     fig = figures.transfer_time_figure(rs, "lan", log_scale=True)
     assert fig.get_axes()[0].get_yscale() == "log"
 
@@ -64,7 +70,7 @@ def test_e2_style_title_with_tcp_and_naive_only(results_copy):
         writer = csv.DictWriter(handle, list(rows[0]))
         writer.writeheader()
         writer.writerows(keep)
-    rs = results.load(results_copy)
+    rs = load(results_copy)
     rs.expected = [k for k in rs.expected if k.variant in ("tcp", "sctp-naive")]
     fig = figures.transfer_time_figure(rs, "lan")
     assert "TCP vs FTP over SCTP" in fig._suptitle.get_text()
@@ -73,7 +79,7 @@ def test_e2_style_title_with_tcp_and_naive_only(results_copy):
 
 
 def test_counters_figure_bars_equal_runs_csv(tiny_results):
-    rs = results.load(tiny_results)
+    rs = load(tiny_results)
     fig = figures.counters_figure(rs, "lan")
     axes = fig.get_axes()
     assert len(axes) == len(figures.COUNTERS)  # one row per counter, one size
@@ -95,12 +101,12 @@ def test_counters_figure_bars_equal_runs_csv(tiny_results):
 
 
 def test_time_sequence_of_chosen_runs(tiny_results):
-    rs = results.load(tiny_results)
-    chosen = report.chosen_runs(rs)
+    rs = load(tiny_results)
+    chosen = ftp_mget.chosen_runs(rs)
     assert [r["key"].variant for r in chosen] == list(VARIANTS)
     assert all(r["key"].loss == 0.03 for r in chosen)
-    figs = report.build_figures(rs)
-    fig = figs[report.TIMESEQ_FILE]
+    figs = ftp_mget.build_figures(rs.generic)
+    fig = figs[ftp_mget.TIMESEQ_FILE]
     data = {d["run"].split(" ")[0]: d for d in fig.analysis_data}
     assert set(data) == {r["run_id"] for r in chosen}
     for run in chosen:
@@ -118,4 +124,14 @@ def test_time_sequence_of_chosen_runs(tiny_results):
         labels = ax.get_legend_handles_labels()[1]
         assert "cumulative ack" in labels
         assert any(label.startswith("data") for label in labels)
-    assert not math.isnan(sum(d["data_marks"] for d in fig.analysis_data))
+    # every data mark is a packet (TCP) or DATA chunk (SCTP) the server sent, counted here
+    # from the pcap with tshark directly
+    for run in chosen:
+        pcap = tiny_results / run["pcap"]
+        if run["key"].variant == "tcp":
+            server_data = len(fields(pcap, ["frame.number"], "ip.src == 10.0.2.1 && tcp.len > 0"))
+        else:
+            rows = fields(pcap, ["sctp.data_tsn"], "ip.src == 10.0.2.1 && sctp.chunk_type == 0",
+                          SCTP_OPTIONS)
+            server_data = sum(len([t for t in r[0].split("|") if t]) for r in rows)
+        assert data[run["run_id"]]["data_marks"] == server_data, run["run_id"]

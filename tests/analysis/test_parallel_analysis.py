@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from experiments.harness import analyze, spec, tables
-from experiments.harness.analyze import ANALYSIS, ANALYSIS_VERSION, WORKERS_ENV, AnalysisError
+from experiments.harness.analyze import ANALYSIS, WORKERS_ENV, AnalysisError
 from experiments.harness.ledger import Ledger
 
 
@@ -61,7 +61,8 @@ def test_parallel_analyses_equal_one_at_a_time(experiment, ledger, monkeypatch, 
     for run_id, row in expected.items():
         written = json.loads((ledger.run_dir(run_id) / ANALYSIS).read_text())
         # through JSON, as the cache holds it
-        assert written == json.loads(json.dumps({**row, "analysis_version": ANALYSIS_VERSION}))
+        assert written == json.loads(json.dumps({**row,
+                                                 "analysis_version": analyze.version(experiment)}))
     assert not list(ledger.runs.glob("*/*.tmp"))
     assert capsys.readouterr().err == ""  # a few runs: no progress lines
 
@@ -93,9 +94,9 @@ def test_only_stale_analyses_are_redone_one_inline(experiment, ledger, monkeypat
 
     other = ledger.run_dir(run_ids[1]) / ANALYSIS  # analysed by an earlier reading of pcaps
     other.write_text(json.dumps({**json.loads(other.read_text()),
-                                 "analysis_version": ANALYSIS_VERSION - 1}))
+                                 "analysis_version": "an earlier reading"}))
     assert analyze.analyse_pending(experiment, ledger, workers=2) == 1
-    assert json.loads(other.read_text())["analysis_version"] == ANALYSIS_VERSION
+    assert json.loads(other.read_text())["analysis_version"] == analyze.version(experiment)
 
     after = stamps(ledger)
     assert {r for r in run_ids if after[r] != before[r]} == set(run_ids[:2])
@@ -105,7 +106,7 @@ def test_a_failed_run_names_itself_and_loses_no_other(experiment, ledger):
     records = ledger.finished()
     forget_analyses(ledger)
     broken = sorted(records)[0]
-    del records[broken]["variant"]  # not a PcapError: a bug, to be raised, not noted
+    del records[broken]["params"]  # not a TsharkError: a bug, to be raised, not noted
     with pytest.raises(RuntimeError, match=broken):
         analyze.analyse_pending(experiment, ledger, workers=2, records=records)
     assert set(stamps(ledger)) == set(records) - {broken}

@@ -1,4 +1,4 @@
-"""`python3 -m analysis report`: the report folder, the self-contained HTML (figures embedded,
+"""`testbed report`: the report folder, the self-contained HTML (figures embedded,
 metadata, link checks, fidelity, pcap links that resolve), a partial result set marked as such,
 `make report`, and the page rendered by headless Chromium."""
 from __future__ import annotations
@@ -24,7 +24,7 @@ FIDELITY = {"items": [{"path": "lan", "metric": "rtt_avg", "unit": "ms", "config
 
 
 def make_report(folder: Path, *extra: str) -> Path:
-    proc = run_python("-m", "analysis", "report", str(folder), *extra, timeout=600)
+    proc = run_python("-m", "testbed", "report", str(folder), *extra, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = Path(proc.stdout.strip().splitlines()[-1])
     assert html.is_file()
@@ -68,16 +68,17 @@ def test_partial_result_set_is_marked(results_copy):
         writer = csv.DictWriter(handle, list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    proc = run_python("-m", "analysis", "report", str(results_copy), timeout=600)
+    proc = run_python("-m", "testbed", "report", str(results_copy), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "partial result set" in proc.stderr
     text = (results_copy / "report" / "report.html").read_text()
     assert "Partial result set: 1 of 8 points missing" in text
-    assert re.search(rf"<td>{dropped['variant']}</td><td>missing</td>", text)
+    assert re.search(rf"<td>{dropped['point']}</td>.*<td>{dropped['variant']}</td>"
+                     rf"<td>{dropped['profile']}</td><td>missing</td>", text)
     assert "<td>incomplete</td>" in text
     # interrupted before any metadata: still a report, from the tables alone
     (results_copy / "meta.json").unlink()
-    proc = run_python("-m", "analysis", "report", str(results_copy), timeout=600)
+    proc = run_python("-m", "testbed", "report", str(results_copy), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "incomplete" in (results_copy / "report" / "report.html").read_text()
 

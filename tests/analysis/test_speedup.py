@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from analysis import speedup
-from analysis.results import Point, PointKey
 from analysis import results as results_module
+from analysis.ftp_mget import speedup
+from analysis.ftp_mget.points import FtpResults, Point, PointKey
 
 
 def point(variant: str, mean: float, half: float) -> Point:
@@ -41,7 +41,7 @@ def test_slower_and_unbounded():
 
 
 def test_tables_from_the_result_set(tiny_results):
-    rs = results_module.load(tiny_results)
+    rs = FtpResults(results_module.load(tiny_results))
     items = speedup.speedups(rs)
     names = {s.comparison for s in items}
     assert names == {"sctp-ms over sctp-naive", "sctp-ms-cp over sctp-ms",

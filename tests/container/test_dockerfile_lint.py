@@ -51,16 +51,23 @@ def test_every_ignored_rule_is_justified_in_a_comment_above_it():
                 f"line {index + 1} ignores {rule} without a comment above saying why"
 
 
-def test_the_linter_would_fail_without_the_ignores(tmp_path):
-    # the ignores are there for a reason, and the linter really reads this file
-    if "hadolint ignore=" not in DOCKERFILE.read_text():
-        return
-    stripped = tmp_path / "Dockerfile"
-    stripped.write_text("".join(line for line in DOCKERFILE.read_text().splitlines(True)
-                                if "hadolint ignore=" not in line))
-    lint = subprocess.run([str(hadolint()), "--no-color", str(stripped)], capture_output=True,
+def test_the_linter_reads_the_file_and_would_fail_without_the_ignores(tmp_path):
+    """The linter really reads this file: a rule broken on purpose in a copy of it is reported,
+    and the copy without the file's ignores (if it has any) fails too."""
+    broken = tmp_path / "broken" / "Dockerfile"
+    broken.parent.mkdir()
+    broken.write_text(DOCKERFILE.read_text() + "RUN cd /tmp && ls\n")  # DL3003: use WORKDIR
+    lint = subprocess.run([str(hadolint()), "--no-color", str(broken)], capture_output=True,
                           text=True, timeout=60)
-    assert lint.returncode != 0 and "DL" in lint.stdout, lint.stdout
+    assert lint.returncode != 0 and "DL3003" in lint.stdout, lint.stdout
+    ignores = [line for line in DOCKERFILE.read_text().splitlines() if "hadolint ignore=" in line]
+    if ignores:
+        stripped = tmp_path / "Dockerfile"
+        stripped.write_text("".join(line for line in DOCKERFILE.read_text().splitlines(True)
+                                    if "hadolint ignore=" not in line))
+        lint = subprocess.run([str(hadolint()), "--no-color", str(stripped)],
+                              capture_output=True, text=True, timeout=60)
+        assert lint.returncode != 0 and "DL" in lint.stdout, lint.stdout
 
 
 def test_build_context_keeps_git_and_drops_results_and_builds():

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from experiments.harness import spec
-from experiments.harness.plan import points
 from tests.container.conftest import REPO, ULIMITS, run
 
 BASE_IMAGE = "localhost/bookworm-base"
@@ -140,7 +139,7 @@ def test_every_point_is_present_with_at_least_three_runs(smoke_in_container):
     summary = rows(smoke_in_container.smoke / "summary.csv")
     experiment = spec.load("smoke")
     assert {(r["variant"], r["loss"], r["file_size"]) for r in summary} == \
-        {(p.variant, f"{p.loss:g}", str(p.file_size)) for p in points(experiment)}
+        {(p.get("variant"), f"{p.loss:g}", str(p.get("file_size"))) for p in experiment.points()}
     for row in summary:
         assert int(row["n"]) >= experiment.repetitions.min, row
         assert row["status"] in ("tight", "capped"), row
@@ -149,7 +148,7 @@ def test_every_point_is_present_with_at_least_three_runs(smoke_in_container):
 def test_every_run_is_ok_with_its_pcap_on_the_volume(smoke_in_container):
     smoke = smoke_in_container.smoke
     runs = rows(smoke / "runs.csv")
-    assert len(runs) >= len(points(spec.load("smoke"))) * 3
+    assert len(runs) >= len(spec.load("smoke").points()) * 3
     for row in runs:
         assert row["status"] == "ok", row
         pcap = smoke / row["pcap"]
@@ -181,7 +180,7 @@ def test_results_belong_to_the_owner_of_the_mounted_folder(smoke_in_container):
 
 def test_the_image_tmpdir_is_what_lets_the_kernel_start(image, podman):
     """Engines mount /dev/shm noexec, and the kernel, left to itself, keeps its memory there."""
-    boot = ["python3", "-m", "topology", "run", "--", "uname", "-r"]
+    boot = ["python3", "-m", "testbed", "kernel", "--", "uname", "-r"]
     default = run([*podman, "run", "--rm", "--network=none", *ULIMITS, image, *boot],
                   timeout=300)
     assert default.returncode == 0, default.stderr[-2000:]

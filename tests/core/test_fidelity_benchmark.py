@@ -10,7 +10,7 @@ FIELDS = {"path", "metric", "unit", "configured", "measured", "error", "within_t
 
 def test_quick_fidelity_run_writes_judged_items(tmp_path):
     out = tmp_path / "fidelity.json"
-    run = subprocess.run(["/usr/bin/python3", "-m", "topology", "fidelity", "--quick", "--out",
+    run = subprocess.run(["/usr/bin/python3", "-m", "testbed", "fidelity", "--quick", "--out",
                           str(out)], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     assert "configured" in run.stdout and "tcp_goodput" in run.stdout

@@ -10,7 +10,7 @@ PYTHON = "/usr/bin/python3"
 
 
 def harness(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "experiments.harness", *args], cwd=REPO,
+    return subprocess.run([PYTHON, "-m", "testbed", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 

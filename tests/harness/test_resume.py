@@ -35,7 +35,7 @@ def test_interrupt_then_resume(tmp_path):
     experiment.write_text(TINY)
     results = tmp_path / "results"
     runs = results / "tiny" / "runs"
-    first = subprocess.Popen([PYTHON, "-m", "experiments.harness", "run", str(experiment),
+    first = subprocess.Popen([PYTHON, "-m", "testbed", "run", str(experiment),
                               "--results", str(results), "--workers", "1"], cwd=REPO,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300

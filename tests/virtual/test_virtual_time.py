@@ -55,7 +55,7 @@ def test_virtual_path_gives_the_configured_rtt_plus_processing(shaped):
 
 def test_with_free_computing_the_rtt_is_exact():
     ping = subprocess.run(
-        [PYTHON, "-m", "topology", "net", "--kernel", "uml-virtual", "path", "--rate", "256kbit",
+        [PYTHON, "-m", "testbed", "net", "--kernel", "uml-virtual", "path", "--rate", "256kbit",
          "--delay", "125ms", "--", "sh", "-c",  # the first ping waits for ARP: not timed
          "ping -c 1 -W 5 10.0.2.1 >/dev/null; ping -n -c 5 -i 0.5 10.0.2.1"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -152,7 +152,7 @@ def test_the_wall_time_limit_stops_a_polling_job_and_names_the_cause():
 
 def test_the_backend_is_offered_by_name_and_on_the_command_line():
     assert "uml-virtual" in BACKEND_NAMES
-    cli = subprocess.run([PYTHON, "-m", "topology", "run", "--kernel", "uml-virtual", "--",
+    cli = subprocess.run([PYTHON, "-m", "testbed", "kernel", "--kernel", "uml-virtual", "--",
                           "sh", "-c", "sleep 30; uname -r"], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert cli.returncode == 0, cli.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import threading
 import time
@@ -83,14 +82,19 @@ def test_parallel_workers_calibrate_once_and_share_the_cache(monkeypatch, tmp_pa
     assert wake_latency.wake_table(virtual_kernel) == tables[0] and len(calls) == 1
 
 
-def _ping_avg_ms(table: str) -> float:
-    """Mean RTT over a 10 ms pure delay in wall-cpu, charging the given table."""
+def _ping_avg_ms(table: str | None, kernel: str = "uml-virtual", delay_ms: float = DELAY_MS,
+                 count: int = 10) -> float:
+    """Mean RTT over a pure delay: in wall-cpu charging the given table (None: the calibrated
+    one), or in real time with kernel="uml"."""
+    env = {**os.environ, "TESTBED_TIME_TRAVEL": "wall-cpu"}
+    env.pop("TESTBED_WAKE_LATENCY", None)
+    if table is not None:
+        env["TESTBED_WAKE_LATENCY"] = table
     ping = subprocess.run(
-        [PYTHON, "-m", "topology", "net", "--kernel", "uml-virtual", "path", "--delay",
-         f"{DELAY_MS:g}ms", "--", "sh", "-c",
-         "ping -c 1 -W 5 10.0.2.1 >/dev/null; ping -n -c 10 -i 0.1 10.0.2.1"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "TESTBED_TIME_TRAVEL": "wall-cpu", "TESTBED_WAKE_LATENCY": table})
+        [PYTHON, "-m", "testbed", "net", "--kernel", kernel, "path", "--delay",
+         f"{delay_ms:g}ms", "--", "sh", "-c",
+         f"ping -c 1 -W 5 10.0.2.1 >/dev/null; ping -n -c {count} -i 0.1 10.0.2.1"],
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert ping.returncode == 0, ping.stderr
     summary = ping.stdout.strip().splitlines()[-1]  # rtt min/avg/max/mdev = a/b/c/d ms
     return float(summary.split("=")[1].split("/")[1])
@@ -113,18 +117,18 @@ def test_metadata_records_the_table_the_kernel_booted_with(monkeypatch):
     assert meta["wake_latency_ns"] == "1000000/0,100000000/150000"
 
 
-def test_the_calibration_measured_real_time_lateness_on_this_machine(virtual_kernel):
+def test_the_calibrated_clock_closes_the_gap_to_real_time(virtual_kernel):
+    """Judged against real time measured now, not against the calibration's own record: over a
+    30 ms pure delay the real-time kernel's ping RTT is late by a few tenths of a millisecond;
+    the wall-cpu clock with the calibrated table comes at least twice as close to it as the
+    same clock charging nothing."""
     record = wake_latency.cached_record(virtual_kernel)  # made by conftest before any test
     assert record is not None and record["version"] == wake_latency.CACHE_VERSION
-    points = record["points"]
-    assert [p["gap_ns"] for p in points] == [round(d * 1e9) for d, _ in
-                                             wake_latency.PROBE_DELAYS]
-    for point in points:  # the excesses are recorded rounded to 0.1 us
-        assert point["latency_ns"] == pytest.approx(1e3 * max(
-            0.0, point["real_excess_us"] - point["charged_excess_us"]) / 2, abs=100)
-    # after the longest idle period a real-time wake-up is late; the uncharged clock is not
-    assert points[-1]["real_excess_us"] > points[-1]["charged_excess_us"]
-    assert statistics.fmean(p["latency_ns"] for p in points) > 0
     default = VirtualUmlBackend(time_travel="wall-cpu")
     assert default.wake_table == wake_latency.table_of(record, wake_latency.cache_file(
         virtual_kernel))
+    real = _ping_avg_ms(None, kernel="uml", delay_ms=30, count=20)
+    calibrated = _ping_avg_ms(None, delay_ms=30, count=20)
+    uncharged = _ping_avg_ms("none", delay_ms=30, count=20)
+    assert 60.0 <= uncharged < real, (uncharged, real)
+    assert abs(calibrated - real) < abs(uncharged - real) / 2, (real, calibrated, uncharged)
