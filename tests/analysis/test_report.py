@@ -156,3 +156,21 @@ def test_report_renders_in_headless_chromium(results_copy, tmp_path):
     assert len(colours) > 20, "the screenshot is (nearly) one colour"
     white = bytes([255, 255, 255])
     assert colours != {white}
+
+
+def test_a_result_folder_of_another_workload_gets_the_common_report(results_copy):
+    """A workload this version of the testbed draws nothing for (a newer one's folder, say):
+    the report still has its completeness, points, parameters, environment and runs."""
+    matrix_file = results_copy / "matrix.json"
+    matrix = json.loads(matrix_file.read_text())
+    matrix.update(workload="http-page", point_columns=["path", "loss"], metric="page_time_s",
+                  metrics={"page_time_s": "time to load the page"})
+    matrix_file.write_text(json.dumps(matrix))
+    proc = run_python("-m", "testbed", "report", str(results_copy), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "no figures for the 'http-page' workload" in proc.stderr
+    text = (results_copy / "report" / "report.html").read_text()
+    for section in ("Completeness", "Points", "Kernel, stack and tools", "Runs and pcaps"):
+        assert re.search(rf"<h2 id=\"s\d+\">{re.escape(section)}</h2>", text), section
+    assert "Workload: http-page" in text and "page_time_s" in text
+    assert not list((results_copy / "report").glob("*.png"))
