@@ -195,8 +195,8 @@ int addr_fmt_eprt_arg(const struct addr *a, char *dst, size_t cap) {
   if (addr_ip_str(a, ip, sizeof ip) != 0) {
     return -1;
   }
-  return str_fmt(dst, cap, "|%d|%s|%d|", a->ss.ss_family == AF_INET ? 1 : 2,
-                 ip, addr_port(a));
+  return str_fmt(dst, cap, "|%d|%s|%d|", a->ss.ss_family == AF_INET ? 1 : 2, ip,
+                 addr_port(a));
 }
 
 int addr_parse_227(const char *text, struct addr *out) {

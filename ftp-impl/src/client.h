@@ -13,12 +13,12 @@ struct client {
   struct copts *o;
   struct ctrlconn cc;
   enum xp_proto proto;
-  struct addr server;        /* control peer */
+  struct addr server; /* control peer */
   int timeout_ms;
-  double t_nlst_150;         /* first 150 reply to NLST (0: none yet) */
-  double t_last_226;         /* latest 226 reply */
+  double t_nlst_150; /* first 150 reply to NLST (0: none yet) */
+  double t_last_226; /* latest 226 reply */
   char last_226_cmd[16];
-  char error[512];           /* why the session failed */
+  char error[512]; /* why the session failed */
 };
 
 /* Failure helper: set cl->error, return -1. */
@@ -26,12 +26,14 @@ int client_fail(struct client *cl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Classic FTP (tcp, sctp-naive): one data connection per transfer. */
-int xfer_list(struct client *cl, const char *cmd, const char *arg, struct buf *out);
+int xfer_list(struct client *cl, const char *cmd, const char *arg,
+              struct buf *out);
 int xfer_get(struct client *cl, const char *remote);
 int xfer_put(struct client *cl, const char *local);
 
 /* Multistream (sctp-ms, sctp-ms-cp): data on stream 1 of the association. */
-int ms_list(struct client *cl, const char *cmd, const char *arg, struct buf *out);
+int ms_list(struct client *cl, const char *cmd, const char *arg,
+            struct buf *out);
 /* SIZE then RETR for each name; pipelined = sctp-ms-cp. */
 int ms_get(struct client *cl, char **names, size_t n, int pipelined);
 int ms_put(struct client *cl, const char *local);

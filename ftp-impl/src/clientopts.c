@@ -11,13 +11,15 @@
 #include "str.h"
 
 static const char usage_text[] =
-    "usage: ftpc --variant tcp|sctp-naive|sctp-ms|sctp-ms-cp [options] HOST[:PORT]\n"
+    "usage: ftpc --variant tcp|sctp-naive|sctp-ms|sctp-ms-cp [options] "
+    "HOST[:PORT]\n"
     "            COMMAND [ARGS] [COMMAND [ARGS]...]\n"
     "commands: ls [DIR] | dir [DIR] | get FILE | mget PATTERN | put FILE\n"
     "options:\n"
     "  --out DIR             where downloads go (default .)\n"
     "  --active              PORT/EPRT instead of PASV/EPSV\n"
-    "  --bind ADDR           local address of the control and data connections\n"
+    "  --bind ADDR           local address of the control and data "
+    "connections\n"
     "                        (SCTP then lists only ADDR in its associations)\n"
     "  --user NAME --pass P  login (default anonymous)\n"
     "  --timeout S           longest wait without progress (default 60)\n"
@@ -74,9 +76,23 @@ static void set_variant(struct copts *o, const char *v) {
 }
 
 enum {
-  O_VARIANT = 256, O_OUT, O_ACTIVE, O_USER, O_PASS, O_TIMEOUT, O_CHUNK,
-  O_NODELAY, O_SACKD, O_SACKF, O_RTOMIN, O_RTOINIT, O_RTOMAX, O_SNDBUF,
-  O_RCVBUF, O_BIND, O_HELP
+  O_VARIANT = 256,
+  O_OUT,
+  O_ACTIVE,
+  O_USER,
+  O_PASS,
+  O_TIMEOUT,
+  O_CHUNK,
+  O_NODELAY,
+  O_SACKD,
+  O_SACKF,
+  O_RTOMIN,
+  O_RTOINIT,
+  O_RTOMAX,
+  O_SNDBUF,
+  O_RCVBUF,
+  O_BIND,
+  O_HELP
 };
 
 static const struct option longopts[] = {

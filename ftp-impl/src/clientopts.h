@@ -11,17 +11,17 @@ enum variant { V_TCP, V_SCTP_NAIVE, V_SCTP_MS, V_SCTP_MS_CP };
 struct copts {
   enum variant variant;
   char variant_name[16];
-  char host[256];            /* HOST[:PORT] as given */
+  char host[256]; /* HOST[:PORT] as given */
   char out_dir[PATH_MAX];
   char user[64];
   char pass[64];
-  int active;                /* PORT/EPRT instead of PASV/EPSV */
-  int timeout_s;             /* longest wait without progress */
-  unsigned chunk;            /* MS upload message size */
+  int active;     /* PORT/EPRT instead of PASV/EPSV */
+  int timeout_s;  /* longest wait without progress */
+  unsigned chunk; /* MS upload message size */
   struct xp_opts xp;
-  int has_bind;              /* --bind given */
-  struct addr bind_addr;     /* local address (port 0) of every connection */
-  char **cmds;               /* COMMAND ARGS... (argv tail) */
+  int has_bind;          /* --bind given */
+  struct addr bind_addr; /* local address (port 0) of every connection */
+  char **cmds;           /* COMMAND ARGS... (argv tail) */
   int ncmds;
 };
 

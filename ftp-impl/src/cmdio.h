@@ -8,12 +8,12 @@
 #include "session.h"
 
 enum cmdio_status {
-  CMDIO_LINE = 0,     /* a command line is in the output buffer */
-  CMDIO_TOO_LONG,     /* a line longer than max_line was dropped */
-  CMDIO_BAD_BYTES,    /* a line with NUL bytes was dropped */
-  CMDIO_EOF,          /* peer closed the control connection */
-  CMDIO_TIMEOUT,      /* idle timeout */
-  CMDIO_ERROR         /* connection error (errno) */
+  CMDIO_LINE = 0,  /* a command line is in the output buffer */
+  CMDIO_TOO_LONG,  /* a line longer than max_line was dropped */
+  CMDIO_BAD_BYTES, /* a line with NUL bytes was dropped */
+  CMDIO_EOF,       /* peer closed the control connection */
+  CMDIO_TIMEOUT,   /* idle timeout */
+  CMDIO_ERROR      /* connection error (errno) */
 };
 
 /* Next command line (Telnet IAC sequences and CR/LF removed). */

@@ -64,9 +64,8 @@ static int inside_root(const char *root, const char *real) {
 }
 
 enum confine_result confine_resolve(const char *root, const char *cwd,
-                                    const char *arg, int must_exist,
-                                    char *virt, size_t vcap, char *real,
-                                    size_t rcap) {
+                                    const char *arg, int must_exist, char *virt,
+                                    size_t vcap, char *real, size_t rcap) {
   char host[PATH_MAX];
   char resolved[PATH_MAX];
   int rc = normalize(cwd, arg, virt, vcap);

@@ -9,9 +9,9 @@
 
 enum confine_result {
   CONFINE_OK = 0,
-  CONFINE_OUTSIDE,   /* ".." above the root, or a symlink that leaves it */
-  CONFINE_NOENT,     /* does not exist (or its parent does not) */
-  CONFINE_BAD        /* too long, empty or otherwise unusable */
+  CONFINE_OUTSIDE, /* ".." above the root, or a symlink that leaves it */
+  CONFINE_NOENT,   /* does not exist (or its parent does not) */
+  CONFINE_BAD      /* too long, empty or otherwise unusable */
 };
 
 /* Resolve arg (absolute from the virtual root, or relative to cwd).
@@ -19,8 +19,7 @@ enum confine_result {
  * must_exist = 0 (for STOR): only the parent has to exist; the last
  * component must then be a plain name. */
 enum confine_result confine_resolve(const char *root, const char *cwd,
-                                    const char *arg, int must_exist,
-                                    char *virt, size_t vcap, char *real,
-                                    size_t rcap);
+                                    const char *arg, int must_exist, char *virt,
+                                    size_t vcap, char *real, size_t rcap);
 
 #endif

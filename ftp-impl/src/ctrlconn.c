@@ -86,8 +86,8 @@ int ctrl_flush(struct ctrlconn *cc) {
     return 0;
   }
   if (xp_send(&cc->c, cc->out.data, cc->out.len, 0) != 0) {
-    (void)str_fmt(cc->error, sizeof cc->error, "control connection lost while sending: %s",
-                  strerror(errno));
+    (void)str_fmt(cc->error, sizeof cc->error,
+                  "control connection lost while sending: %s", strerror(errno));
     return -1;
   }
   buf_clear(&cc->out);
@@ -111,7 +111,8 @@ static void emit_reply(const struct reply *r) {
   ev_end(&e);
 }
 
-static void finish_reply(struct ctrlconn *cc, int code, const char *text, double t) {
+static void finish_reply(struct ctrlconn *cc, int code, const char *text,
+                         double t) {
   struct reply *r;
   if (cc->rq_head > 0 && cc->rq_head == cc->rq_len) {
     cc->rq_head = cc->rq_len = 0;
@@ -158,7 +159,8 @@ static int parse_line(struct ctrlconn *cc, const char *line, double t) {
     }
     return 0;
   }
-  if (code < 100 || code > 599 || (line[3] != ' ' && line[3] != '-' && line[3] != '\0')) {
+  if (code < 100 || code > 599 ||
+      (line[3] != ' ' && line[3] != '-' && line[3] != '\0')) {
     return -1;
   }
   if (line[3] == '-') {
@@ -193,7 +195,8 @@ static int parse_lines(struct ctrlconn *cc, double t) {
     }
     buf_consume(&cc->in, n + 1);
     if (parse_line(cc, line, t) != 0) {
-      (void)str_copy(cc->error, sizeof cc->error, "malformed reply from server");
+      (void)str_copy(cc->error, sizeof cc->error,
+                     "malformed reply from server");
       return -1;
     }
   }
@@ -211,7 +214,8 @@ int ctrl_pump(struct ctrlconn *cc, int timeout_ms) {
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
     int rc = sys_wait_fd(cc->c.fd, POLLIN, timeout_ms);
     if (rc == 0) {
-      (void)str_copy(cc->error, sizeof cc->error, "timeout waiting for the server");
+      (void)str_copy(cc->error, sizeof cc->error,
+                     "timeout waiting for the server");
       return -1;
     }
     if (rc < 0) {
@@ -222,16 +226,19 @@ int ctrl_pump(struct ctrlconn *cc, int timeout_ms) {
   }
   t = sys_mono_now();
   if (n == 0) {
-    (void)str_copy(cc->error, sizeof cc->error, "control connection closed by server");
+    (void)str_copy(cc->error, sizeof cc->error,
+                   "control connection closed by server");
     return -1;
   }
   if (n < 0) {
-    (void)str_fmt(cc->error, sizeof cc->error, "control connection lost: %s", strerror(errno));
+    (void)str_fmt(cc->error, sizeof cc->error, "control connection lost: %s",
+                  strerror(errno));
     return -1;
   }
   if (sid != 0) {
     if (cc->on_data == NULL) {
-      (void)str_fmt(cc->error, sizeof cc->error, "unexpected data on stream %u", sid);
+      (void)str_fmt(cc->error, sizeof cc->error, "unexpected data on stream %u",
+                    sid);
       return -1;
     }
     cc->on_data(cc->data_ctx, chunk, (size_t)n, eor, t);
@@ -244,7 +251,9 @@ int ctrl_pump(struct ctrlconn *cc, int timeout_ms) {
   return parse_lines(cc, t) == 0 ? 1 : -1;
 }
 
-int ctrl_has_reply(const struct ctrlconn *cc) { return cc->rq_head < cc->rq_len; }
+int ctrl_has_reply(const struct ctrlconn *cc) {
+  return cc->rq_head < cc->rq_len;
+}
 
 int ctrl_reply(struct ctrlconn *cc, struct reply *r) {
   int64_t deadline = sys_mono_ms() + cc->timeout_ms;

@@ -14,10 +14,10 @@
 
 struct reply {
   int code;
-  char text[512];   /* text of the last line */
-  char cmd[16];     /* command answered ("" for the greeting) */
+  char text[512]; /* text of the last line */
+  char cmd[16];   /* command answered ("" for the greeting) */
   char arg[256];
-  double t;         /* arrival, CLOCK_MONOTONIC seconds */
+  double t; /* arrival, CLOCK_MONOTONIC seconds */
 };
 
 struct pending {
@@ -30,20 +30,20 @@ typedef void (*data_fn)(void *ctx, const char *p, size_t n, int eor, double t);
 
 struct ctrlconn {
   struct xp_conn c;
-  struct buf in;          /* stream-0 bytes not yet parsed */
-  struct buf out;         /* commands queued, not yet sent */
-  struct pending *pend;   /* commands sent, final reply not yet seen */
+  struct buf in;        /* stream-0 bytes not yet parsed */
+  struct buf out;       /* commands queued, not yet sent */
+  struct pending *pend; /* commands sent, final reply not yet seen */
   size_t pend_head, pend_len, pend_cap;
-  struct reply *rq;       /* parsed replies not yet taken */
+  struct reply *rq; /* parsed replies not yet taken */
   size_t rq_head, rq_len, rq_cap;
-  int multi_code;         /* inside a multi-line reply */
+  int multi_code; /* inside a multi-line reply */
   data_fn on_data;
   void *data_ctx;
   void (*on_reply)(void *ctx, const struct reply *r); /* every reply */
   void *reply_ctx;
   int timeout_ms;
-  char *chunk;            /* receive buffer (RECV_CHUNK bytes) */
-  char error[256];        /* why the last call failed */
+  char *chunk;     /* receive buffer (RECV_CHUNK bytes) */
+  char error[256]; /* why the last call failed */
 };
 
 /* Connect to dst, from local address src (port 0) unless src is NULL. */

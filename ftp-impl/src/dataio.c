@@ -66,8 +66,8 @@ void dataio_port(struct session *s, const struct addr *a, const char *cmd) {
   }
   s->port_addr = *a;
   s->port_set = 1;
-  (void)cmdio_reply(s, FTP_PORTOK, "%s command successful. Consider using PASV.",
-                    cmd);
+  (void)cmdio_reply(s, FTP_PORTOK,
+                    "%s command successful. Consider using PASV.", cmd);
 }
 
 static int accept_pasv(struct session *s, struct xp_conn *data) {
@@ -75,10 +75,12 @@ static int accept_pasv(struct session *s, struct xp_conn *data) {
   char who[96];
   int rc = sys_wait_fd(s->pasv_fd, POLLIN, tunables.data_timeout_s * 1000);
   if (rc <= 0) {
-    log_line("FAIL passive data connection: %s", rc == 0 ? "timeout" : strerror(errno));
+    log_line("FAIL passive data connection: %s",
+             rc == 0 ? "timeout" : strerror(errno));
     return -1;
   }
-  if (xp_accept(s->pasv_fd, s->ctrl.proto, &tunables.data_opts, data, &peer) != 0) {
+  if (xp_accept(s->pasv_fd, s->ctrl.proto, &tunables.data_opts, data, &peer) !=
+      0) {
     log_line("FAIL passive accept: %s", strerror(errno));
     return -1;
   }
@@ -107,8 +109,9 @@ int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
   data->fd = -1;
   data->proto = s->ctrl.proto;
   if (s->multistream) {
-    return cmdio_reply(s, FTP_DATACONN, "Opening data stream 1 for %s (%llu bytes).",
-                       what, (unsigned long long)count);
+    return cmdio_reply(s, FTP_DATACONN,
+                       "Opening data stream 1 for %s (%llu bytes).", what,
+                       (unsigned long long)count);
   }
   if (s->pasv_fd < 0 && !s->port_set) {
     (void)cmdio_reply(s, FTP_BADSENDCONN, "Use PORT or PASV first.");
@@ -120,7 +123,8 @@ int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
     return -1;
   }
   dataio_reset(s);
-  if (cmdio_reply(s, FTP_DATACONN, "Opening %s mode data connection for %s (%llu bytes).",
+  if (cmdio_reply(s, FTP_DATACONN,
+                  "Opening %s mode data connection for %s (%llu bytes).",
                   s->type_ascii ? "ASCII" : "BINARY", what,
                   (unsigned long long)count) != 0) {
     xp_close(data);
@@ -145,7 +149,8 @@ static int await_delivery(struct session *s, struct xp_conn *data) {
     return 0;
   }
   if (xp_close_delivered(data, tunables.data_timeout_s) != 0) {
-    log_line("FAIL data connection: not acknowledged within %d s", tunables.data_timeout_s);
+    log_line("FAIL data connection: not acknowledged within %d s",
+             tunables.data_timeout_s);
     return -1;
   }
   return 0;
@@ -153,8 +158,8 @@ static int await_delivery(struct session *s, struct xp_conn *data) {
 
 int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
                    uint64_t count) {
-  uint64_t sent = xp_send_file(channel(s, data), fd, count, s->multistream ? SID_DATA : 0,
-                               tunables.chunk);
+  uint64_t sent = xp_send_file(channel(s, data), fd, count,
+                               s->multistream ? SID_DATA : 0, tunables.chunk);
   if (sent != count) {
     log_line("FAIL send: %llu of %llu bytes: %s", (unsigned long long)sent,
              (unsigned long long)count, strerror(errno));
@@ -167,7 +172,8 @@ int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
                     uint64_t n) {
   /* In multistream mode a listing is ONE message: its MSG_EOR marks the
    * end (the transport grows the send buffer to fit it). */
-  if (xp_send(channel(s, data), p, (size_t)n, s->multistream ? SID_DATA : 0) != 0) {
+  if (xp_send(channel(s, data), p, (size_t)n, s->multistream ? SID_DATA : 0) !=
+      0) {
     log_line("FAIL send listing: %s", strerror(errno));
     return -1;
   }
@@ -187,7 +193,8 @@ int dataio_recv_fd(struct session *s, struct xp_conn *data, int fd,
       if (*got >= count) {
         break;
       }
-      r = cmdio_recv(s, block, (size_t)(count - *got < cap ? count - *got : cap), &n,
+      r = cmdio_recv(s, block,
+                     (size_t)(count - *got < cap ? count - *got : cap), &n,
                      tunables.data_timeout_s * 1000);
       if (r <= 0) {
         rc = -1;

@@ -69,20 +69,24 @@ static int login(struct client *cl) {
   if (copts_ms(cl->o)) {
     unsigned in = 0, out = 0;
     if (xp_streams(&cl->cc.c, &in, &out) != 0 || in < 2 || out < 2) {
-      return client_fail(cl, "association has %u in / %u out streams, need 2", in, out);
+      return client_fail(cl, "association has %u in / %u out streams, need 2",
+                         in, out);
     }
     if (command(cl, "OPTS", "MSTREAM ON", &r) != 0) {
       return -1;
     }
     if (r.code != 200) {
-      return client_fail(cl, "server refused multistreaming: %d %s", r.code, r.text);
+      return client_fail(cl, "server refused multistreaming: %d %s", r.code,
+                         r.text);
     }
   }
   return 0;
 }
 
-static int list(struct client *cl, const char *cmd, const char *arg, struct buf *out) {
-  return copts_ms(cl->o) ? ms_list(cl, cmd, arg, out) : xfer_list(cl, cmd, arg, out);
+static int list(struct client *cl, const char *cmd, const char *arg,
+                struct buf *out) {
+  return copts_ms(cl->o) ? ms_list(cl, cmd, arg, out)
+                         : xfer_list(cl, cmd, arg, out);
 }
 
 /* Split a listing into lines (CR LF or LF). Returns the count. */
@@ -115,7 +119,8 @@ static size_t split_lines(struct buf *b, char ***lines_out) {
   return n;
 }
 
-static void emit_listing(const char *cmd, size_t bytes, char **lines, size_t n) {
+static void emit_listing(const char *cmd, size_t bytes, char **lines,
+                         size_t n) {
   struct event e;
   size_t i;
   ev_begin(&e, "listing");
@@ -195,13 +200,15 @@ static int do_mget(struct client *cl, const char *pattern) {
     if (fnmatch(glob, base, 0) != 0) {
       continue;
     }
-    if (str_fmt(full, sizeof full, "%s%s%s", dir, dir[0] ? "/" : "", base) != 0 ||
+    if (str_fmt(full, sizeof full, "%s%s%s", dir, dir[0] ? "/" : "", base) !=
+            0 ||
         (names[k] = strdup(full)) == NULL) {
       die("out of memory");
     }
     k++;
   }
-  rc = k == 0 ? client_fail(cl, "mget %s: no file matches", pattern) : get_files(cl, names, k);
+  rc = k == 0 ? client_fail(cl, "mget %s: no file matches", pattern)
+              : get_files(cl, names, k);
   for (i = 0; i < k; i++) {
     free(names[i]);
   }
@@ -221,8 +228,8 @@ static int run_commands(struct client *cl) {
     if (strcmp(verb, "ls") == 0 || strcmp(verb, "dir") == 0) {
       /* optional argument: take it unless it is the next command */
       const char *a = "";
-      if (arg != NULL && strcmp(arg, "ls") && strcmp(arg, "dir") && strcmp(arg, "get") &&
-          strcmp(arg, "mget") && strcmp(arg, "put")) {
+      if (arg != NULL && strcmp(arg, "ls") && strcmp(arg, "dir") &&
+          strcmp(arg, "get") && strcmp(arg, "mget") && strcmp(arg, "put")) {
         a = arg;
         i++;
       }

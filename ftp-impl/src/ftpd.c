@@ -33,7 +33,8 @@ struct server {
   long ended;
 };
 
-static void open_listener(struct server *sv, const char *spec, enum xp_proto p) {
+static void open_listener(struct server *sv, const char *spec,
+                          enum xp_proto p) {
   struct addr a;
   struct xp_conn c;
   char where[96];
@@ -76,13 +77,15 @@ static int make_sigfd(sigset_t *old) {
 }
 
 static void refuse_busy(struct xp_conn *c) {
-  static const char msg[] = "421 There are too many connected users, please try later.\r\n";
+  static const char msg[] =
+      "421 There are too many connected users, please try later.\r\n";
   log_line("REFUSED connection: %d clients already", tunables.max_clients);
   (void)xp_send(c, msg, sizeof msg - 1, 0);
   xp_close(c);
 }
 
-static void child_main(struct server *sv, struct xp_conn *c, const sigset_t *old) {
+static void child_main(struct server *sv, struct xp_conn *c,
+                       const sigset_t *old) {
   struct session s;
   int i;
   for (i = 0; i < sv->nl; i++) {
@@ -98,7 +101,8 @@ static void child_main(struct server *sv, struct xp_conn *c, const sigset_t *old
   _exit(0);
 }
 
-static void accept_one(struct server *sv, const struct listener *l, const sigset_t *old) {
+static void accept_one(struct server *sv, const struct listener *l,
+                       const sigset_t *old) {
   struct xp_conn c;
   struct addr peer;
   pid_t pid;
@@ -141,7 +145,8 @@ static int handle_signals(struct server *sv) {
   struct signalfd_siginfo si;
   int stop = 0;
   ssize_t n = sys_read(sv->sigfd, &si, sizeof si);
-  if (n == (ssize_t)sizeof si && (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
+  if (n == (ssize_t)sizeof si &&
+      (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)) {
     stop = 1;
   }
   for (;;) {
@@ -186,7 +191,8 @@ int main(int argc, char **argv) {
   fflush(stdout);
   while (!done(&sv)) {
     struct pollfd p[3];
-    int accepting = tunables.max_sessions == 0 || sv.started < tunables.max_sessions;
+    int accepting =
+        tunables.max_sessions == 0 || sv.started < tunables.max_sessions;
     p[0].fd = sv.sigfd;
     p[0].events = POLLIN;
     for (i = 0; i < sv.nl; i++) {

@@ -38,7 +38,8 @@ int sink_open_file(struct sink *k, const char *out_dir, const char *remote,
   }
   k->fd = sys_open(k->part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
   if (k->fd < 0) {
-    (void)str_fmt(err, errcap, "cannot create %s: %s", k->part, strerror(errno));
+    (void)str_fmt(err, errcap, "cannot create %s: %s", k->part,
+                  strerror(errno));
     return -1;
   }
   return 0;
@@ -62,7 +63,8 @@ int sink_write(struct sink *k, const char *p, size_t n, double t) {
     ev_str(&e, "file", k->name);
     ev_end(&e);
   }
-  if (k->fd >= 0 ? sys_write_all(k->fd, p, n) != 0 : buf_append(k->mem, p, n) != 0) {
+  if (k->fd >= 0 ? sys_write_all(k->fd, p, n) != 0
+                 : buf_append(k->mem, p, n) != 0) {
     return -1;
   }
   k->got += n;

@@ -11,11 +11,11 @@
 #include "str.h"
 
 struct sink {
-  char name[256];          /* remote name, for events */
-  char path[PATH_MAX];     /* final local path ("" for memory) */
-  char part[PATH_MAX];     /* temporary local path */
-  int fd;                  /* -1 for memory */
-  int discard;             /* out_dir "/dev/null": count, keep nothing */
+  char name[256];      /* remote name, for events */
+  char path[PATH_MAX]; /* final local path ("" for memory) */
+  char part[PATH_MAX]; /* temporary local path */
+  int fd;              /* -1 for memory */
+  int discard;         /* out_dir "/dev/null": count, keep nothing */
   struct buf *mem;
   uint64_t got;
   double t_first;

@@ -55,7 +55,8 @@ void log_line(const char *fmt, ...) {
       msg[n] = '?';
     }
   }
-  if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || gmtime_r(&ts.tv_sec, &tm) == NULL ||
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0 ||
+      gmtime_r(&ts.tv_sec, &tm) == NULL ||
       strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
     stamp[0] = '\0';
   }

@@ -19,8 +19,13 @@
 static void mode_string(mode_t m, char out[11]) {
   const char *rwx = "rwxrwxrwx";
   int i;
-  out[0] = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : S_ISCHR(m) ? 'c'
-         : S_ISBLK(m) ? 'b' : S_ISFIFO(m) ? 'p' : S_ISSOCK(m) ? 's' : '-';
+  out[0] = S_ISDIR(m)    ? 'd'
+           : S_ISLNK(m)  ? 'l'
+           : S_ISCHR(m)  ? 'c'
+           : S_ISBLK(m)  ? 'b'
+           : S_ISFIFO(m) ? 'p'
+           : S_ISSOCK(m) ? 's'
+                         : '-';
   for (i = 0; i < 9; i++) {
     out[1 + i] = (m & (1u << (8 - i))) ? rwx[i] : '-';
   }
@@ -35,8 +40,9 @@ static int list_line(const char *path, const char *name, const struct stat *st,
   time_t now = time(NULL);
   int recent = st->st_mtime > now - 182 * 86400 && st->st_mtime <= now + 3600;
   mode_string(st->st_mode, mode);
-  if (gmtime_r(&st->st_mtime, &tm) == NULL || (recent ? strftime(date, sizeof date, "%b %e %H:%M", &tm)
-                                           : strftime(date, sizeof date, "%b %e  %Y", &tm)) == 0) {
+  if (gmtime_r(&st->st_mtime, &tm) == NULL ||
+      (recent ? strftime(date, sizeof date, "%b %e %H:%M", &tm)
+              : strftime(date, sizeof date, "%b %e  %Y", &tm)) == 0) {
     return -1;
   }
   if (buf_fmt(out, "%s %3lu %-8u %-8u %12lld %s %s", mode,
@@ -49,7 +55,8 @@ static int list_line(const char *path, const char *name, const struct stat *st,
     ssize_t n = readlink(path, target, sizeof target - 1);
     if (n >= 0) {
       target[n] = '\0';
-      if (buf_append_str(out, " -> ") != 0 || buf_append_str(out, target) != 0) {
+      if (buf_append_str(out, " -> ") != 0 ||
+          buf_append_str(out, target) != 0) {
         return -2;
       }
     }
@@ -60,15 +67,19 @@ static int list_line(const char *path, const char *name, const struct stat *st,
 static int mlsd_line(const char *name, const struct stat *st, struct buf *out) {
   char date[32];
   struct tm tm;
-  const char *type = S_ISDIR(st->st_mode) ? "dir" : S_ISREG(st->st_mode) ? "file"
-                   : S_ISLNK(st->st_mode) ? "OS.unix=symlink" : "OS.unix=special";
+  const char *type = S_ISDIR(st->st_mode)   ? "dir"
+                     : S_ISREG(st->st_mode) ? "file"
+                     : S_ISLNK(st->st_mode) ? "OS.unix=symlink"
+                                            : "OS.unix=special";
   if (gmtime_r(&st->st_mtime, &tm) == NULL ||
       strftime(date, sizeof date, "%Y%m%d%H%M%S", &tm) == 0) {
     return -1;
   }
   return buf_fmt(out, "type=%s;size=%lld;modify=%s;perm=%s; %s\r\n", type,
-                 (long long)st->st_size, date, S_ISDIR(st->st_mode) ? "el" : "r",
-                 name) == 0 ? 0 : -2;
+                 (long long)st->st_size, date,
+                 S_ISDIR(st->st_mode) ? "el" : "r", name) == 0
+             ? 0
+             : -2;
 }
 
 static int one_entry(const char *path, const char *name, enum ls_kind kind,
@@ -80,7 +91,8 @@ static int one_entry(const char *path, const char *name, enum ls_kind kind,
   if (sys_lstat(path, &st) != 0) {
     return 0; /* vanished meanwhile: skip */
   }
-  return kind == LS_LIST ? list_line(path, name, &st, out) : mlsd_line(name, &st, out);
+  return kind == LS_LIST ? list_line(path, name, &st, out)
+                         : mlsd_line(name, &st, out);
 }
 
 static int cmp_names(const void *a, const void *b) {

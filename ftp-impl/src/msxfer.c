@@ -27,8 +27,8 @@ struct item {
   int is_list;
   struct sink sink;
   int sink_open;
-  int64_t size;          /* from the 150 reply, -1 until then */
-  int final_code;        /* 0 until the final reply */
+  int64_t size;   /* from the 150 reply, -1 until then */
+  int final_code; /* 0 until the final reply */
   int data_done;
   int retr_sent;
 };
@@ -37,13 +37,13 @@ struct engine {
   struct client *cl;
   struct item *items;
   size_t n;
-  size_t *order;         /* items in the order their transfer was sent */
+  size_t *order; /* items in the order their transfer was sent */
   size_t norder;
-  size_t head;           /* first item in `order` still owed data */
-  size_t pre_idx;        /* next item in `order` to get its 150 */
-  size_t fin_idx;        /* next item in `order` to get its final reply */
-  size_t size_idx;       /* next item to get its SIZE reply */
-  size_t size_sent;      /* SIZE commands sent */
+  size_t head;      /* first item in `order` still owed data */
+  size_t pre_idx;   /* next item in `order` to get its 150 */
+  size_t fin_idx;   /* next item in `order` to get its final reply */
+  size_t size_idx;  /* next item to get its SIZE reply */
+  size_t size_sent; /* SIZE commands sent */
   size_t done;
   int pipelined;
   struct buf unclaimed;
@@ -72,7 +72,7 @@ static int item_finish_data(struct engine *g, struct item *it) {
   it->data_done = 1;
   g->head++;
   if (!it->is_list && sink_finish(&it->sink, it->size, g->cl->error,
-                                   sizeof g->cl->error) != 0) {
+                                  sizeof g->cl->error) != 0) {
     g->failed = 1;
     return -1;
   }
@@ -95,7 +95,8 @@ static void route(struct engine *g) {
     }
     want = (uint64_t)it->size - it->sink.got;
     take = g->unclaimed.len < want ? g->unclaimed.len : (size_t)want;
-    if (take > 0 && sink_write(&it->sink, g->unclaimed.data, take, sys_mono_now()) != 0) {
+    if (take > 0 &&
+        sink_write(&it->sink, g->unclaimed.data, take, sys_mono_now()) != 0) {
       (void)eng_fail(g, "local write failed for %s", it->name);
       return;
     }
@@ -152,7 +153,8 @@ static void on_data(void *ctx, const char *p, size_t n, int eor, double t) {
   route(g);
 }
 
-static int send_transfer(struct engine *g, size_t i, const char *cmd, const char *arg) {
+static int send_transfer(struct engine *g, size_t i, const char *cmd,
+                         const char *arg) {
   g->order[g->norder++] = i;
   g->items[i].retr_sent = 1;
   if (ctrl_queue(&g->cl->cc, cmd, arg) != 0) {
@@ -185,7 +187,8 @@ static int on_transfer_reply(struct engine *g, const struct reply *r) {
     }
     it = &g->items[g->order[g->pre_idx++]];
     if (ctrl_reply_bytes(r, &bytes) != 0) {
-      return eng_fail(g, "150 for %s without byte count: %s", it->name, r->text);
+      return eng_fail(g, "150 for %s without byte count: %s", it->name,
+                      r->text);
     }
     it->size = (int64_t)bytes;
     if (it->is_list && bytes == 0 && !it->data_done && head_item(g) == it) {
@@ -205,7 +208,8 @@ static int on_transfer_reply(struct engine *g, const struct reply *r) {
   if (r->code >= 300) {
     return eng_fail(g, "%s failed: %s", it->name, r->text);
   }
-  if (it->is_list && it->size >= 0 && it->sink.got != (uint64_t)it->size && it->data_done) {
+  if (it->is_list && it->size >= 0 && it->sink.got != (uint64_t)it->size &&
+      it->data_done) {
     return eng_fail(g, "listing length mismatch for %s", it->name);
   }
   return 0;
@@ -272,7 +276,8 @@ static int run(struct engine *g) {
   return g->failed ? -1 : 0;
 }
 
-static void engine_init(struct engine *g, struct client *cl, size_t n, int pipelined) {
+static void engine_init(struct engine *g, struct client *cl, size_t n,
+                        int pipelined) {
   size_t i;
   memset(g, 0, sizeof *g);
   g->cl = cl;
@@ -305,7 +310,8 @@ static void engine_free(struct engine *g) {
   g->cl->cc.data_ctx = NULL;
 }
 
-int ms_list(struct client *cl, const char *cmd, const char *arg, struct buf *out) {
+int ms_list(struct client *cl, const char *cmd, const char *arg,
+            struct buf *out) {
   struct engine g;
   int rc;
   engine_init(&g, cl, 1, 0);
@@ -354,8 +360,9 @@ int ms_put(struct client *cl, const char *local) {
   }
   base = base ? base + 1 : local;
   (void)str_fmt(count, sizeof count, "%lld", (long long)st.st_size);
-  if (ctrl_queue(&cl->cc, "ALLO", count) != 0 || ctrl_queue(&cl->cc, "STOR", base) != 0 ||
-      ctrl_flush(&cl->cc) != 0 || ctrl_reply(&cl->cc, &r) != 0) {
+  if (ctrl_queue(&cl->cc, "ALLO", count) != 0 ||
+      ctrl_queue(&cl->cc, "STOR", base) != 0 || ctrl_flush(&cl->cc) != 0 ||
+      ctrl_reply(&cl->cc, &r) != 0) {
     sys_close(fd);
     return client_fail(cl, "%s", cl->cc.error);
   }
@@ -374,7 +381,8 @@ int ms_put(struct client *cl, const char *local) {
                        (unsigned long long)sent);
   }
   if (ctrl_reply(&cl->cc, &r) != 0 || r.code != 226) {
-    return client_fail(cl, "STOR %s not confirmed: %d %s", base, r.code, r.text);
+    return client_fail(cl, "STOR %s not confirmed: %d %s", base, r.code,
+                       r.text);
   }
   return 0;
 }

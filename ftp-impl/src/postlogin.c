@@ -24,8 +24,8 @@
 static int resolve(struct session *s, const char *cmd, const char *arg,
                    int must_exist, char *virt, size_t vcap, char *real,
                    size_t rcap) {
-  enum confine_result r = confine_resolve(tunables.root, s->cwd, arg, must_exist,
-                                          virt, vcap, real, rcap);
+  enum confine_result r = confine_resolve(tunables.root, s->cwd, arg,
+                                          must_exist, virt, vcap, real, rcap);
   if (r == CONFINE_OK) {
     return 0;
   }
@@ -60,7 +60,8 @@ static void cmd_cwd(struct session *s, const char *arg) {
   if (resolve(s, "CWD", arg, 1, virt, sizeof virt, real, sizeof real) != 0) {
     return;
   }
-  if (sys_stat(real, &st) != 0 || !S_ISDIR(st.st_mode) || access(real, X_OK) != 0) {
+  if (sys_stat(real, &st) != 0 || !S_ISDIR(st.st_mode) ||
+      access(real, X_OK) != 0) {
     (void)cmdio_reply(s, FTP_FILEFAIL, "Failed to change directory.");
     return;
   }
@@ -93,8 +94,9 @@ static void cmd_type(struct session *s, const char *arg) {
 
 static int no_data_conn_in_ms(struct session *s) {
   if (s->multistream) {
-    (void)cmdio_reply(s, FTP_BADSEQ,
-                      "No data connections in multistream mode (data is on stream 1).");
+    (void)cmdio_reply(
+        s, FTP_BADSEQ,
+        "No data connections in multistream mode (data is on stream 1).");
     return 1;
   }
   return 0;
@@ -107,7 +109,7 @@ static void cmd_port(struct session *s, const char *cmd, const char *arg) {
     return;
   }
   rc = strcmp(cmd, "PORT") == 0 ? addr_parse_port_arg(arg, &a)
-                                 : addr_parse_eprt_arg(arg, &a);
+                                : addr_parse_eprt_arg(arg, &a);
   if (rc != 0) {
     log_line("REFUSED %s: unparsable argument", cmd);
     (void)cmdio_reply(s, FTP_BADCMD, "Illegal %s command.", cmd);
@@ -125,7 +127,8 @@ static void cmd_epsv(struct session *s, const char *arg) {
     return;
   }
   if (arg[0] != '\0' && strcmp(arg, "1") != 0 && strcmp(arg, "2") != 0) {
-    (void)cmdio_reply(s, FTP_BADPROT, "Network protocol not supported, use (1,2)");
+    (void)cmdio_reply(s, FTP_BADPROT,
+                      "Network protocol not supported, use (1,2)");
     return;
   }
   dataio_pasv(s, 1);
@@ -181,7 +184,8 @@ static void cmd_list(struct session *s, const char *cmd, const char *arg,
     if (rc == -2) {
       log_line("REFUSED %s %s: listing too large", cmd, virt);
     }
-    (void)cmdio_reply(s, FTP_FILEFAIL, rc == -2 ? "Listing too large." : "Cannot list.");
+    (void)cmdio_reply(s, FTP_FILEFAIL,
+                      rc == -2 ? "Listing too large." : "Cannot list.");
     return;
   }
   if (dataio_begin(s, &data, "directory listing", listing.len) != 0) {
@@ -261,7 +265,8 @@ static void cmd_allo(struct session *s, const char *arg) {
   }
   s->allo = v;
   s->allo_set = 1;
-  (void)cmdio_reply(s, FTP_ALLOOK, "ALLO accepted (%llu bytes).", (unsigned long long)v);
+  (void)cmdio_reply(s, FTP_ALLOOK, "ALLO accepted (%llu bytes).",
+                    (unsigned long long)v);
 }
 
 static void cmd_retr(struct session *s, const char *arg) {
@@ -303,15 +308,20 @@ static void cmd_stor(struct session *s, const char *arg) {
     return;
   }
   if (s->multistream && !s->allo_set) {
-    (void)cmdio_reply(s, FTP_BADSEQ, "Send ALLO <bytes> before STOR in multistream mode.");
+    (void)cmdio_reply(s, FTP_BADSEQ,
+                      "Send ALLO <bytes> before STOR in multistream mode.");
     return;
   }
   s->allo_set = 0;
   if (resolve(s, "STOR", arg, 0, virt, sizeof virt, real, sizeof real) != 0) {
     return;
   }
-  fd = sys_open(real, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | (offset ? 0 : O_TRUNC), 0644);
-  if (fd < 0 || sys_set_nonblock(fd, 0) != 0 || sys_lseek(fd, (off_t)offset) < 0) {
+  fd = sys_open(real,
+                O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+                    (offset ? 0 : O_TRUNC),
+                0644);
+  if (fd < 0 || sys_set_nonblock(fd, 0) != 0 ||
+      sys_lseek(fd, (off_t)offset) < 0) {
     sys_close(fd);
     (void)cmdio_reply(s, FTP_UPLOADFAIL, "Could not create file.");
     return;
@@ -322,8 +332,11 @@ static void cmd_stor(struct session *s, const char *arg) {
   }
   rc = dataio_recv_fd(s, &data, fd, count, &got);
   sys_close(fd);
-  log_line("%s STOR %s %llu bytes", rc == 0 ? "OK" : "FAIL", arg, (unsigned long long)got);
-  dataio_end(s, &data, rc == 0, rc == -2 ? "Failure writing to local file." : "Failure reading network stream.");
+  log_line("%s STOR %s %llu bytes", rc == 0 ? "OK" : "FAIL", arg,
+           (unsigned long long)got);
+  dataio_end(s, &data, rc == 0,
+             rc == -2 ? "Failure writing to local file."
+                      : "Failure reading network stream.");
 }
 
 void postlogin_feat(struct session *s) {
@@ -349,12 +362,14 @@ static void opts_mstream(struct session *s, const char *val) {
       in < 2 || out < 2) {
     log_line("REFUSED MSTREAM ON: %s, %u in / %u out streams",
              xp_proto_name(s->ctrl.proto), in, out);
-    (void)cmdio_reply(s, FTP_BADMODE, "MSTREAM needs SCTP with 2 streams each way.");
+    (void)cmdio_reply(s, FTP_BADMODE,
+                      "MSTREAM needs SCTP with 2 streams each way.");
     return;
   }
   dataio_reset(s);
   s->multistream = 1;
-  (void)cmdio_reply(s, FTP_OPTSOK, "MSTREAM ON: replies on stream 0, data on stream 1.");
+  (void)cmdio_reply(s, FTP_OPTSOK,
+                    "MSTREAM ON: replies on stream 0, data on stream 1.");
 }
 
 void postlogin_opts(struct session *s, const char *arg) {

@@ -46,28 +46,24 @@ static void dispatch(struct session *s, const char *line) {
 
 /* One step; returns 0 to go on, -1 to end the session. */
 static int step(struct session *s, char *line, size_t cap) {
-  enum cmdio_status st = cmdio_get_line(s, line, cap, tunables.idle_timeout_s * 1000);
+  enum cmdio_status st =
+      cmdio_get_line(s, line, cap, tunables.idle_timeout_s * 1000);
   switch (st) {
-  case CMDIO_LINE:
-    dispatch(s, line);
-    return s->quit ? -1 : 0;
+  case CMDIO_LINE: dispatch(s, line); return s->quit ? -1 : 0;
   case CMDIO_TOO_LONG:
     log_line("REFUSED command line longer than %d bytes", tunables.max_line);
     return cmdio_reply(s, FTP_BADCMD, "Input line too long.") == 0 ? 0 : -1;
   case CMDIO_BAD_BYTES:
     log_line("REFUSED command line with NUL bytes");
-    return cmdio_reply(s, FTP_BADCMD, "Bad characters in command.") == 0 ? 0 : -1;
+    return cmdio_reply(s, FTP_BADCMD, "Bad characters in command.") == 0 ? 0
+                                                                         : -1;
   case CMDIO_TIMEOUT:
     log_line("TIMEOUT after %d s idle", tunables.idle_timeout_s);
     (void)cmdio_reply(s, FTP_IDLE_TIMEOUT, "Timeout.");
     return -1;
-  case CMDIO_EOF:
-    log_line("DISCONNECT by peer");
-    return -1;
+  case CMDIO_EOF: log_line("DISCONNECT by peer"); return -1;
   case CMDIO_ERROR:
-  default:
-    log_line("DISCONNECT on control connection error");
-    return -1;
+  default: log_line("DISCONNECT on control connection error"); return -1;
   }
 }
 
@@ -75,7 +71,8 @@ void session_run(struct session *s) {
   size_t cap = (size_t)tunables.max_line + 2;
   char *line = sys_malloc(cap);
   char peer[96];
-  if (xp_local_addr(&s->ctrl, &s->local) != 0 || xp_peer_addr(&s->ctrl, &s->peer) != 0) {
+  if (xp_local_addr(&s->ctrl, &s->local) != 0 ||
+      xp_peer_addr(&s->ctrl, &s->peer) != 0) {
     free(line);
     return;
   }

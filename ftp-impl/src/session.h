@@ -15,24 +15,24 @@
 
 struct session {
   struct xp_conn ctrl;
-  struct addr peer;          /* control peer: the only data destination */
-  struct addr local;         /* our end of the control connection */
+  struct addr peer;  /* control peer: the only data destination */
+  struct addr local; /* our end of the control connection */
   int logged_in;
-  int user_ok;               /* USER accepted, waiting for PASS */
+  int user_ok; /* USER accepted, waiting for PASS */
   int user_anon;
   char user[64];
-  int multistream;           /* OPTS MSTREAM ON accepted */
+  int multistream; /* OPTS MSTREAM ON accepted */
   int type_ascii;
-  char cwd[PATH_MAX];        /* virtual path, always starts with '/' */
-  uint64_t rest;             /* REST offset for the next transfer */
-  uint64_t allo;             /* ALLO byte count for the next MS STOR */
+  char cwd[PATH_MAX]; /* virtual path, always starts with '/' */
+  uint64_t rest;      /* REST offset for the next transfer */
+  uint64_t allo;      /* ALLO byte count for the next MS STOR */
   int allo_set;
-  int pasv_fd;               /* listening data socket after PASV/EPSV */
-  struct addr port_addr;     /* target after PORT/EPRT */
+  int pasv_fd;           /* listening data socket after PASV/EPSV */
+  struct addr port_addr; /* target after PORT/EPRT */
   int port_set;
-  struct buf in;             /* control bytes received, not yet parsed */
-  int discarding;            /* inside an overlong line */
-  int quit;                  /* end the session after this command */
+  struct buf in;  /* control bytes received, not yet parsed */
+  int discarding; /* inside an overlong line */
+  int quit;       /* end the session after this command */
   uint64_t transfers;
 };
 

@@ -63,9 +63,29 @@ void tunables_defaults(void) {
 }
 
 enum {
-  O_ROOT = 256, O_TCP, O_SCTP, O_UPLOAD, O_NOANON, O_USER, O_MAXCLI, O_MAXSESS,
-  O_ONCE, O_IDLE, O_DATATO, O_MAXLINE, O_LOG, O_CHUNK, O_NODELAY, O_SACKD,
-  O_SACKF, O_RTOMIN, O_RTOINIT, O_RTOMAX, O_SNDBUF, O_RCVBUF, O_HELP
+  O_ROOT = 256,
+  O_TCP,
+  O_SCTP,
+  O_UPLOAD,
+  O_NOANON,
+  O_USER,
+  O_MAXCLI,
+  O_MAXSESS,
+  O_ONCE,
+  O_IDLE,
+  O_DATATO,
+  O_MAXLINE,
+  O_LOG,
+  O_CHUNK,
+  O_NODELAY,
+  O_SACKD,
+  O_SACKF,
+  O_RTOMIN,
+  O_RTOINIT,
+  O_RTOMAX,
+  O_SNDBUF,
+  O_RCVBUF,
+  O_HELP
 };
 
 static const struct option longopts[] = {
@@ -101,7 +121,8 @@ static void set_user(const char *s) {
     usage_exit("--user wants NAME:PASS");
   }
   n = (size_t)(colon - s);
-  if (n >= sizeof tunables.user || str_copy(tunables.pass, sizeof tunables.pass, colon + 1) != 0) {
+  if (n >= sizeof tunables.user ||
+      str_copy(tunables.pass, sizeof tunables.pass, colon + 1) != 0) {
     usage_exit("--user: too long");
   }
   memcpy(tunables.user, s, n);
@@ -118,8 +139,12 @@ static void handle_opt(int c, const char *arg) {
   struct xp_opts *o = &tunables.ctrl_opts;
   switch (c) {
   case O_ROOT: copy_arg(tunables.root, sizeof tunables.root, arg); break;
-  case O_TCP: copy_arg(tunables.tcp_listen, sizeof tunables.tcp_listen, arg); break;
-  case O_SCTP: copy_arg(tunables.sctp_listen, sizeof tunables.sctp_listen, arg); break;
+  case O_TCP:
+    copy_arg(tunables.tcp_listen, sizeof tunables.tcp_listen, arg);
+    break;
+  case O_SCTP:
+    copy_arg(tunables.sctp_listen, sizeof tunables.sctp_listen, arg);
+    break;
   case O_UPLOAD: tunables.allow_upload = 1; break;
   case O_NOANON: tunables.anon_enable = 0; break;
   case O_USER: set_user(arg); break;

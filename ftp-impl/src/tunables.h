@@ -7,23 +7,23 @@
 #include "transport.h"
 
 struct tunables {
-  char root[PATH_MAX];       /* --root: real path of the served tree */
-  char tcp_listen[128];      /* --tcp ADDR:PORT ("" = no TCP listener) */
-  char sctp_listen[128];     /* --sctp ADDR:PORT ("" = no SCTP listener) */
-  char log_file[PATH_MAX];   /* --log FILE ("" = stderr) */
-  char user[64];             /* --user NAME:PASS (a named account) */
+  char root[PATH_MAX];     /* --root: real path of the served tree */
+  char tcp_listen[128];    /* --tcp ADDR:PORT ("" = no TCP listener) */
+  char sctp_listen[128];   /* --sctp ADDR:PORT ("" = no SCTP listener) */
+  char log_file[PATH_MAX]; /* --log FILE ("" = stderr) */
+  char user[64];           /* --user NAME:PASS (a named account) */
   char pass[64];
-  int anon_enable;           /* anonymous login (default on) */
-  int allow_upload;          /* STOR allowed (default off) */
-  int max_clients;           /* concurrent sessions (default 64) */
-  int max_sessions;          /* exit after this many sessions (0: never) */
-  int idle_timeout_s;        /* control connection idle limit (300) */
-  int data_timeout_s;        /* data connect/accept and stall limit (60) */
-  int max_line;              /* longest command line accepted (1024) */
-  unsigned chunk;            /* SCTP data message size (65536) */
-  size_t max_listing;        /* largest listing built (16 MB) */
-  struct xp_opts ctrl_opts;  /* socket options of control connections */
-  struct xp_opts data_opts;  /* socket options of data connections */
+  int anon_enable;          /* anonymous login (default on) */
+  int allow_upload;         /* STOR allowed (default off) */
+  int max_clients;          /* concurrent sessions (default 64) */
+  int max_sessions;         /* exit after this many sessions (0: never) */
+  int idle_timeout_s;       /* control connection idle limit (300) */
+  int data_timeout_s;       /* data connect/accept and stall limit (60) */
+  int max_line;             /* longest command line accepted (1024) */
+  unsigned chunk;           /* SCTP data message size (65536) */
+  size_t max_listing;       /* largest listing built (16 MB) */
+  struct xp_opts ctrl_opts; /* socket options of control connections */
+  struct xp_opts data_opts; /* socket options of data connections */
 };
 
 extern struct tunables tunables;

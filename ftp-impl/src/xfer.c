@@ -12,8 +12,8 @@
 #include "sysutil.h"
 
 struct dchan {
-  struct xp_conn conn;  /* the data connection (-1 until open) */
-  int lfd;              /* active mode listener (-1 if none) */
+  struct xp_conn conn; /* the data connection (-1 until open) */
+  int lfd;             /* active mode listener (-1 if none) */
 };
 
 static void dchan_close(struct dchan *d) {
@@ -89,7 +89,8 @@ static int open_active(struct client *cl, struct dchan *d) {
           : addr_fmt_eprt_arg(&local, arg, sizeof arg)) != 0) {
     return client_fail(cl, "cannot format PORT argument");
   }
-  if (ctrl_send(&cl->cc, v4 ? "PORT" : "EPRT", arg) != 0 || expect(cl, 200, &r) != 0) {
+  if (ctrl_send(&cl->cc, v4 ? "PORT" : "EPRT", arg) != 0 ||
+      expect(cl, 200, &r) != 0) {
     return -1;
   }
   return 0;
@@ -112,12 +113,12 @@ static int accept_active(struct client *cl, struct dchan *d) {
 struct job {
   const char *cmd;
   const char *arg;
-  struct sink *sink;     /* download destination, or NULL */
-  int upload_fd;         /* upload source, or -1 */
+  struct sink *sink; /* download destination, or NULL */
+  int upload_fd;     /* upload source, or -1 */
   uint64_t upload_size;
-  int64_t announced;     /* "(N bytes)" of the 150, -1 if none */
-  int prelim;            /* 1xx seen */
-  int final_code;        /* 0 until the final reply */
+  int64_t announced; /* "(N bytes)" of the 150, -1 if none */
+  int prelim;        /* 1xx seen */
+  int final_code;    /* 0 until the final reply */
   char final_text[512];
   int data_done;
 };
@@ -139,7 +140,8 @@ static int take_replies(struct client *cl, struct job *j) {
     j->final_code = r.code;
     (void)str_copy(j->final_text, sizeof j->final_text, r.text);
     if (r.code >= 300) {
-      return client_fail(cl, "%s %s failed: %d %s", j->cmd, j->arg, r.code, r.text);
+      return client_fail(cl, "%s %s failed: %d %s", j->cmd, j->arg, r.code,
+                         r.text);
     }
   }
   return 0;
@@ -173,7 +175,8 @@ static int read_data(struct client *cl, struct dchan *d, struct job *j) {
                   sink_write(j->sink, chunk, (size_t)n, sys_mono_now()) != 0)) {
       return client_fail(cl, "local write failed: %s", strerror(errno));
     }
-    if (n == 0 || (j->announced >= 0 && j->sink->got >= (uint64_t)j->announced)) {
+    if (n == 0 ||
+        (j->announced >= 0 && j->sink->got >= (uint64_t)j->announced)) {
       j->data_done = 1;
       xp_close(&d->conn);
       return 0;
@@ -183,7 +186,8 @@ static int read_data(struct client *cl, struct dchan *d, struct job *j) {
 }
 
 static int send_upload(struct client *cl, struct dchan *d, struct job *j) {
-  uint64_t sent = xp_send_file(&d->conn, j->upload_fd, j->upload_size, 0, cl->o->chunk);
+  uint64_t sent =
+      xp_send_file(&d->conn, j->upload_fd, j->upload_size, 0, cl->o->chunk);
   if (sent != j->upload_size) {
     return client_fail(cl, "upload failed after %llu bytes: %s",
                        (unsigned long long)sent, strerror(errno));
@@ -218,7 +222,8 @@ static int wait_round(struct client *cl, struct dchan *d, struct job *j) {
   }
   /* Control first: a reply is stamped before the data that follows it,
    * and the 150's byte count is known before the data is read. */
-  if (p[0].revents != 0 && (ctrl_pump(&cl->cc, 0) < 0 || take_replies(cl, j) != 0)) {
+  if (p[0].revents != 0 &&
+      (ctrl_pump(&cl->cc, 0) < 0 || take_replies(cl, j) != 0)) {
     return cl->error[0] ? -1 : client_fail(cl, "%s", cl->cc.error);
   }
   if (n == 2 && p[1].revents != 0) {
@@ -241,8 +246,8 @@ static int run_job(struct client *cl, struct dchan *d, struct job *j) {
     if (j->final_code != 0 && !j->prelim) {
       return client_fail(cl, "%s: final reply without data transfer", j->cmd);
     }
-    if (!j->data_done && j->sink != NULL && j->announced >= 0 && d->conn.fd >= 0 &&
-        j->sink->got >= (uint64_t)j->announced) {
+    if (!j->data_done && j->sink != NULL && j->announced >= 0 &&
+        d->conn.fd >= 0 && j->sink->got >= (uint64_t)j->announced) {
       j->data_done = 1; /* all announced bytes are in (see read_data) */
       xp_close(&d->conn);
     }
@@ -275,7 +280,8 @@ static int transfer(struct client *cl, struct job *j) {
   return rc;
 }
 
-int xfer_list(struct client *cl, const char *cmd, const char *arg, struct buf *out) {
+int xfer_list(struct client *cl, const char *cmd, const char *arg,
+              struct buf *out) {
   struct sink k;
   struct job j;
   memset(&j, 0, sizeof j);
@@ -291,7 +297,8 @@ int xfer_get(struct client *cl, const char *remote) {
   struct sink k;
   struct job j;
   memset(&j, 0, sizeof j);
-  if (sink_open_file(&k, cl->o->out_dir, remote, cl->error, sizeof cl->error) != 0) {
+  if (sink_open_file(&k, cl->o->out_dir, remote, cl->error, sizeof cl->error) !=
+      0) {
     return -1;
   }
   j.cmd = "RETR";
