@@ -68,6 +68,16 @@ void ev_num(struct event *e, const char *key, double val) {
   add(e, n);
 }
 
+void ev_bool(struct event *e, const char *key, int val) {
+  add_key(e, key);
+  add(e, val ? "true" : "false");
+}
+
+void ev_null(struct event *e, const char *key) {
+  add_key(e, key);
+  add(e, "null");
+}
+
 void ev_array_begin(struct event *e, const char *key) {
   add_key(e, key);
   add(e, "[");

@@ -1,6 +1,6 @@
-/* events.h - the client's event lines: one JSON object per line on stdout,
- * {"t":<CLOCK_MONOTONIC seconds>,"event":"<name>",...}, flushed at once.
- * The schema is documented in ftp-impl/README.md. */
+/* events.h - the event lines of ftpc and bulkflow: one JSON object per line
+ * on stdout, {"t":<CLOCK_MONOTONIC seconds>,"event":"<name>",...}, flushed at
+ * once.  The schemas are documented in ftp-impl/README.md. */
 #ifndef FTP_EVENTS_H
 #define FTP_EVENTS_H
 
@@ -18,6 +18,8 @@ void ev_str(struct event *e, const char *key, const char *val);
 void ev_int(struct event *e, const char *key, int64_t val);
 void ev_u64(struct event *e, const char *key, uint64_t val);
 void ev_num(struct event *e, const char *key, double val);
+void ev_bool(struct event *e, const char *key, int val);
+void ev_null(struct event *e, const char *key);
 /* Start / add to / end a JSON array of strings under key. */
 void ev_array_begin(struct event *e, const char *key);
 void ev_array_str(struct event *e, const char *val);

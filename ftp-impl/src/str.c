@@ -99,6 +99,34 @@ int str_to_u64(const char *s, uint64_t max, uint64_t *out) {
   return 0;
 }
 
+int str_to_decimal(const char *s, double max, double *out) {
+  const char *p = s;
+  char *end = NULL;
+  double v;
+  size_t digits = 0;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    digits++;
+  }
+  if (*p == '.') {
+    size_t frac = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++) {
+      frac++;
+    }
+    if (frac == 0) {
+      return -1;
+    }
+  }
+  if (digits == 0 || *p != '\0' || digits > 15) {
+    return -1;
+  }
+  v = strtod(s, &end);
+  if (end != p || !(v <= max)) {
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
 int str_split_cmd(const char *line, char *cmd, size_t cmdcap, char *arg,
                   size_t argcap) {
   const char *sp = strchr(line, ' ');

@@ -27,9 +27,12 @@ void str_upper(char *s);
 int str_eq_nocase(const char *a, const char *b);
 /* Decimal unsigned integer, whole string, no sign; -1 if invalid or > max. */
 int str_to_u64(const char *s, uint64_t max, uint64_t *out);
+/* Decimal number "12" or "12.375", whole string, no sign or exponent; -1 if
+ * invalid or > max. */
+int str_to_decimal(const char *s, double max, double *out);
 /* Split "CMD ARG" at the first space: cmd (upper-cased) and arg. */
-int str_split_cmd(const char *line, char *cmd, size_t cmdcap,
-                  char *arg, size_t argcap);
+int str_split_cmd(const char *line, char *cmd, size_t cmdcap, char *arg,
+                  size_t argcap);
 /* Does s contain any of the glob characters * ? [ ? */
 int str_has_glob(const char *s);
 /* Write s as a JSON string literal (with quotes) into dst. */

@@ -63,6 +63,27 @@ int sys_ms_left(int64_t deadline_ms) {
   return (int)left;
 }
 
+int sys_sleep_until(double t) {
+  struct timespec ts;
+  double whole;
+  int rc;
+  if (t < 0 || t > 1e12) {
+    errno = EINVAL;
+    return -1;
+  }
+  whole = (double)(int64_t)t;
+  ts.tv_sec = (time_t)whole;
+  ts.tv_nsec = (long)((t - whole) * 1e9);
+  do {
+    rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+  } while (rc == EINTR);
+  if (rc != 0) {
+    errno = rc; /* clock_nanosleep returns the error, errno untouched */
+    return -1;
+  }
+  return 0;
+}
+
 int sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
   int64_t deadline = sys_mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
   for (;;) {
@@ -158,6 +179,12 @@ int sys_set_timeouts(int fd, int seconds) {
 
 int sys_setsockopt_int(int fd, int level, int opt, int val) {
   return setsockopt(fd, level, opt, &val, sizeof val);
+}
+
+int sys_getsockopt_int(int fd, int level, int opt, int *val) {
+  socklen_t len = sizeof *val;
+  *val = 0;
+  return getsockopt(fd, level, opt, val, &len);
 }
 
 void sys_ignore_sigpipe(void) {

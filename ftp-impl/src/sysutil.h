@@ -23,6 +23,9 @@ double sys_mono_now(void);
 int64_t sys_mono_ms(void);
 /* Milliseconds left until deadline (>= 0), for poll(). */
 int sys_ms_left(int64_t deadline_ms);
+/* Sleep in the kernel until CLOCK_MONOTONIC reaches t seconds (returns at
+ * once if it has).  -1 on error. */
+int sys_sleep_until(double t);
 
 /* poll() that retries on EINTR with the remaining time.  -1 on error. */
 int sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
@@ -46,6 +49,7 @@ int sys_ftruncate(int fd, off_t len);
 int sys_set_nonblock(int fd, int on);
 int sys_set_timeouts(int fd, int seconds);
 int sys_setsockopt_int(int fd, int level, int opt, int val);
+int sys_getsockopt_int(int fd, int level, int opt, int *val);
 void sys_ignore_sigpipe(void);
 
 #endif

@@ -31,17 +31,37 @@ const char *xp_proto_name(enum xp_proto p) {
   return p == XP_SCTP ? "sctp" : "tcp";
 }
 
-/* Options that must be set before connect()/listen(). */
-static int set_pre_opts(int fd, enum xp_proto p, const struct xp_opts *o) {
-  if (sys_setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) != 0) {
-    return -1;
-  }
+/* Buffer sizes: before connect()/listen(), so that the handshake advertises
+ * the receive window, and again on accepted sockets. */
+static int set_buf_opts(int fd, const struct xp_opts *o) {
   if (o->sndbuf > 0 &&
       sys_setsockopt_int(fd, SOL_SOCKET, SO_SNDBUF, o->sndbuf) != 0) {
     return -1;
   }
   if (o->rcvbuf > 0 &&
       sys_setsockopt_int(fd, SOL_SOCKET, SO_RCVBUF, o->rcvbuf) != 0) {
+    return -1;
+  }
+  return 0;
+}
+
+static int set_maxseg(int fd, enum xp_proto p, int maxseg) {
+  struct sctp_assoc_value av;
+  if (p == XP_TCP) {
+    return sys_setsockopt_int(fd, IPPROTO_TCP, TCP_MAXSEG, maxseg);
+  }
+  memset(&av, 0, sizeof av);
+  av.assoc_value = (uint32_t)maxseg;
+  return setsockopt(fd, IPPROTO_SCTP, SCTP_MAXSEG, &av, sizeof av);
+}
+
+/* Options that must be set before connect()/listen(). */
+static int set_pre_opts(int fd, enum xp_proto p, const struct xp_opts *o) {
+  if (sys_setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) != 0 ||
+      set_buf_opts(fd, o) != 0) {
+    return -1;
+  }
+  if (o->maxseg > 0 && set_maxseg(fd, p, o->maxseg) != 0) {
     return -1;
   }
   if (p == XP_SCTP && o->streams > 0) {
@@ -65,7 +85,8 @@ static int set_conn_opts(int fd, enum xp_proto p, const struct xp_opts *o) {
   if (p == XP_TCP) {
     return sys_setsockopt_int(fd, IPPROTO_TCP, TCP_NODELAY, o->nodelay ? 1 : 0);
   }
-  if (sys_setsockopt_int(fd, IPPROTO_SCTP, SCTP_NODELAY, o->nodelay ? 1 : 0) != 0 ||
+  if (sys_setsockopt_int(fd, IPPROTO_SCTP, SCTP_NODELAY, o->nodelay ? 1 : 0) !=
+          0 ||
       sys_setsockopt_int(fd, IPPROTO_SCTP, SCTP_RECVRCVINFO, 1) != 0) {
     return -1;
   }
@@ -123,7 +144,7 @@ int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
   if (fd < 0) {
     return -1;
   }
-  if (set_conn_opts(fd, p, o) != 0) {
+  if (set_buf_opts(fd, o) != 0 || set_conn_opts(fd, p, o) != 0) {
     int e = errno;
     sys_close(fd);
     errno = e;
@@ -193,17 +214,41 @@ static int grow_sndbuf(int fd, size_t n) {
   return sys_setsockopt_int(fd, SOL_SOCKET, SO_SNDBUF, want);
 }
 
-static int sctp_send_msg(int fd, const void *p, size_t n, unsigned sid) {
-  int grown = 0;
+/* One sendmsg of one SCTP message on stream sid.  Not lksctp's sctp_sendv:
+ * it puts the flags into msg_flags, which sendmsg ignores, so MSG_DONTWAIT
+ * would block. */
+static ssize_t sctp_send_once(int fd, const void *p, size_t n, unsigned sid,
+                              int flags) {
+  union {
+    char buf[CMSG_SPACE(sizeof(struct sctp_sndinfo))];
+    struct cmsghdr align;
+  } ctl;
   struct sctp_sndinfo si;
+  struct msghdr msg;
   struct iovec iov;
+  struct cmsghdr *cm;
+  memset(&ctl, 0, sizeof ctl);
+  memset(&msg, 0, sizeof msg);
   memset(&si, 0, sizeof si);
   si.snd_sid = (uint16_t)sid;
   iov.iov_base = (void *)(uintptr_t)p;
   iov.iov_len = n;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctl.buf;
+  msg.msg_controllen = sizeof ctl.buf;
+  cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = IPPROTO_SCTP;
+  cm->cmsg_type = SCTP_SNDINFO;
+  cm->cmsg_len = CMSG_LEN(sizeof si);
+  memcpy(CMSG_DATA(cm), &si, sizeof si);
+  return sendmsg(fd, &msg, flags);
+}
+
+static int sctp_send_msg(int fd, const void *p, size_t n, unsigned sid) {
+  int grown = 0;
   for (;;) {
-    int rc = sctp_sendv(fd, &iov, 1, NULL, 0, &si, sizeof si,
-                        SCTP_SENDV_SNDINFO, MSG_NOSIGNAL);
+    ssize_t rc = sctp_send_once(fd, p, n, sid, MSG_NOSIGNAL);
     if (rc >= 0) {
       return (size_t)rc == n ? 0 : -1;
     }
@@ -240,11 +285,25 @@ int xp_send(const struct xp_conn *c, const void *p, size_t n, unsigned sid) {
   return 0;
 }
 
+ssize_t xp_send_nowait(const struct xp_conn *c, const void *p, size_t n,
+                       unsigned sid) {
+  for (;;) {
+    ssize_t rc =
+        c->proto == XP_TCP
+            ? send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+            : sctp_send_once(c->fd, p, n, sid, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (rc >= 0 || errno != EINTR) {
+      return rc;
+    }
+  }
+}
+
 static uint64_t tcp_sendfile(const struct xp_conn *c, int fd, uint64_t count) {
   uint64_t done = 0;
   while (done < count) {
     uint64_t want = count - done;
-    ssize_t rc = sendfile(c->fd, fd, NULL, want > (1u << 30) ? (1u << 30) : (size_t)want);
+    ssize_t rc = sendfile(c->fd, fd, NULL,
+                          want > (1u << 30) ? (1u << 30) : (size_t)want);
     if (rc < 0 && errno == EINTR) {
       continue;
     }
@@ -345,6 +404,21 @@ int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out) {
   *in = st.sstat_instrms;
   *out = st.sstat_outstrms;
   return 0;
+}
+
+int xp_quickack(const struct xp_conn *c) {
+  if (c->proto != XP_TCP) {
+    return 0;
+  }
+  return sys_setsockopt_int(c->fd, IPPROTO_TCP, TCP_QUICKACK, 1);
+}
+
+int xp_error(const struct xp_conn *c) {
+  int err = 0;
+  if (sys_getsockopt_int(c->fd, SOL_SOCKET, SO_ERROR, &err) != 0) {
+    return errno;
+  }
+  return err;
 }
 
 int xp_shutdown_write(const struct xp_conn *c) {

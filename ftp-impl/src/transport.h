@@ -21,16 +21,17 @@
 enum xp_proto { XP_TCP = 0, XP_SCTP = 1 };
 
 struct xp_opts {
-  int nodelay;        /* TCP_NODELAY / SCTP_NODELAY */
-  int streams;        /* SCTP_INITMSG streams each way; 0: kernel default */
-  int sack_delay_ms;  /* SCTP_DELAYED_SACK delay; <0: leave */
-  int sack_freq;      /* SCTP_DELAYED_SACK frequency; <0: leave */
-  int rto_min_ms;     /* SCTP_RTOINFO; <0: leave */
+  int nodelay;       /* TCP_NODELAY / SCTP_NODELAY */
+  int streams;       /* SCTP_INITMSG streams each way; 0: kernel default */
+  int sack_delay_ms; /* SCTP_DELAYED_SACK delay; <0: leave */
+  int sack_freq;     /* SCTP_DELAYED_SACK frequency; <0: leave */
+  int rto_min_ms;    /* SCTP_RTOINFO; <0: leave */
   int rto_initial_ms;
   int rto_max_ms;
-  int sndbuf;         /* SO_SNDBUF; 0: leave */
-  int rcvbuf;         /* SO_RCVBUF; 0: leave */
-  int io_timeout_s;   /* SO_SNDTIMEO and SO_RCVTIMEO; 0: none */
+  int sndbuf;       /* SO_SNDBUF; 0: leave */
+  int rcvbuf;       /* SO_RCVBUF; 0: leave */
+  int maxseg;       /* TCP_MAXSEG / SCTP_MAXSEG (pre-connect); 0: leave */
+  int io_timeout_s; /* SO_SNDTIMEO and SO_RCVTIMEO; 0: none */
 };
 
 struct xp_conn {
@@ -44,7 +45,8 @@ const char *xp_proto_name(enum xp_proto p);
 /* Listening socket bound to a (port 0: any free port).  -1 on error. */
 int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
               int backlog);
-/* Accept one connection (options applied to the new socket).  -1 on error. */
+/* Accept one connection (options applied to the new socket, the buffer sizes
+ * again too).  -1 on error. */
 int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
               struct xp_conn *out, struct addr *peer);
 /* Connect to dst, optionally bound to src (port 0), within timeout_ms. */
@@ -53,6 +55,10 @@ int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
 
 /* Send all n bytes on stream sid (one SCTP message).  -1 on error. */
 int xp_send(const struct xp_conn *c, const void *p, size_t n, unsigned sid);
+/* Send without waiting: bytes taken (TCP: possibly fewer than n; SCTP: n, one
+ * message), or -1 with errno EAGAIN when the send buffer has no room. */
+ssize_t xp_send_nowait(const struct xp_conn *c, const void *p, size_t n,
+                       unsigned sid);
 /* Send count bytes read from file fd on stream sid, in messages of at most
  * chunk bytes (TCP uses sendfile).  Returns bytes sent; < count on error. */
 uint64_t xp_send_file(const struct xp_conn *c, int fd, uint64_t count,
@@ -65,6 +71,12 @@ ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
                        unsigned *sid, int *eor);
 /* Streams negotiated on an SCTP association (TCP: 1 and 1). */
 int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
+/* TCP: acknowledge at once what has arrived and leave the interactive
+ * (pingpong) mode of delayed ACKs (TCP_QUICKACK; Linux clears it again, so
+ * call it after every read).  SCTP: nothing (see SCTP_DELAYED_SACK). */
+int xp_quickack(const struct xp_conn *c);
+/* The socket's pending error (SO_ERROR, cleared by reading it); 0: none. */
+int xp_error(const struct xp_conn *c);
 /* No more sends (TCP FIN / SCTP SHUTDOWN). */
 int xp_shutdown_write(const struct xp_conn *c);
 void xp_close(struct xp_conn *c);

@@ -1,0 +1,296 @@
+/* bulkopts.c - parse the bulkflow command line (see bulkopts.h). */
+#define _GNU_SOURCE
+#include "bulkopts.h"
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "str.h"
+
+static const char usage_text[] =
+    "usage: bulkflow recv --proto tcp|sctp --listen ADDR:PORT [options]\n"
+    "       bulkflow send --proto tcp|sctp --to ADDR:PORT --duration S "
+    "[options]\n"
+    "recv options:\n"
+    "  --rcvbuf BYTES         SO_RCVBUF (before listen and on the accepted "
+    "socket)\n"
+    "  --no-delayed-ack       SCTP: SACK every packet; TCP: TCP_QUICKACK "
+    "after reads\n"
+    "  --accept-timeout S     longest wait for the connection (default 600)\n"
+    "send options:\n"
+    "  --bind ADDR            local address (no port)\n"
+    "  --start-at T           connect when CLOCK_MONOTONIC reaches T seconds\n"
+    "  --maxseg BYTES         TCP_MAXSEG / SCTP_MAXSEG before connect\n"
+    "  --sndbuf BYTES / --rcvbuf BYTES   SO_SNDBUF / SO_RCVBUF\n"
+    "  --write-size BYTES     bytes per write; SCTP: per message (default\n"
+    "                         TCP 131072, SCTP 16384 or its multiple of "
+    "--maxseg)\n"
+    "  --nodelay 0|1          TCP_NODELAY / SCTP_NODELAY (default 1)\n"
+    "  --drain-timeout S      longest wait for the last acknowledgement "
+    "(default 120)\n"
+    "both:\n"
+    "  --sample-ms MS         period of sample events (default 100)\n"
+    "  --stall-timeout S      longest time without progress (default 60)\n"
+    "Events go to stdout as JSON lines; errors to stderr.  Exit 0: flow "
+    "complete;\n"
+    "1: flow failed; 2: usage error.\n";
+
+/* Which modes take an option. */
+enum { M_SEND = 1, M_RECV = 2, M_BOTH = 3 };
+
+enum {
+  O_PROTO = 256,
+  O_LISTEN,
+  O_TO,
+  O_BIND,
+  O_DURATION,
+  O_START_AT,
+  O_MAXSEG,
+  O_SNDBUF,
+  O_RCVBUF,
+  O_WRITE_SIZE,
+  O_SAMPLE_MS,
+  O_STALL,
+  O_NODELAY,
+  O_NO_DELACK,
+  O_ACCEPT_TO,
+  O_DRAIN_TO,
+  O_HELP
+};
+
+static const struct option longopts[] = {
+    {"proto", required_argument, NULL, O_PROTO},
+    {"listen", required_argument, NULL, O_LISTEN},
+    {"to", required_argument, NULL, O_TO},
+    {"bind", required_argument, NULL, O_BIND},
+    {"duration", required_argument, NULL, O_DURATION},
+    {"start-at", required_argument, NULL, O_START_AT},
+    {"maxseg", required_argument, NULL, O_MAXSEG},
+    {"sndbuf", required_argument, NULL, O_SNDBUF},
+    {"rcvbuf", required_argument, NULL, O_RCVBUF},
+    {"write-size", required_argument, NULL, O_WRITE_SIZE},
+    {"sample-ms", required_argument, NULL, O_SAMPLE_MS},
+    {"stall-timeout", required_argument, NULL, O_STALL},
+    {"nodelay", required_argument, NULL, O_NODELAY},
+    {"no-delayed-ack", no_argument, NULL, O_NO_DELACK},
+    {"accept-timeout", required_argument, NULL, O_ACCEPT_TO},
+    {"drain-timeout", required_argument, NULL, O_DRAIN_TO},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0}};
+
+static const unsigned char modes_of[] = {
+    [O_PROTO - O_PROTO] = M_BOTH,     [O_LISTEN - O_PROTO] = M_RECV,
+    [O_TO - O_PROTO] = M_SEND,        [O_BIND - O_PROTO] = M_SEND,
+    [O_DURATION - O_PROTO] = M_SEND,  [O_START_AT - O_PROTO] = M_SEND,
+    [O_MAXSEG - O_PROTO] = M_SEND,    [O_SNDBUF - O_PROTO] = M_SEND,
+    [O_RCVBUF - O_PROTO] = M_BOTH,    [O_WRITE_SIZE - O_PROTO] = M_SEND,
+    [O_SAMPLE_MS - O_PROTO] = M_BOTH, [O_STALL - O_PROTO] = M_BOTH,
+    [O_NODELAY - O_PROTO] = M_SEND,   [O_NO_DELACK - O_PROTO] = M_RECV,
+    [O_ACCEPT_TO - O_PROTO] = M_RECV, [O_DRAIN_TO - O_PROTO] = M_SEND,
+    [O_HELP - O_PROTO] = M_BOTH};
+
+static void usage_exit(const char *why) {
+  if (why != NULL) {
+    fprintf(stderr, "bulkflow: %s\n", why);
+  }
+  fputs(usage_text, stderr);
+  exit(2);
+}
+
+static void unknown_exit(const char *word) {
+  char msg[256];
+  (void)str_fmt(msg, sizeof msg, "unknown option or missing value: %.200s",
+                word);
+  usage_exit(msg);
+}
+
+static void unexpected_exit(const char *word) {
+  char msg[256];
+  (void)str_fmt(msg, sizeof msg, "unexpected argument: %.200s", word);
+  usage_exit(msg);
+}
+
+static void bad_value(const char *opt, const char *need) {
+  char msg[256];
+  (void)str_fmt(msg, sizeof msg, "--%s: %s", opt, need);
+  usage_exit(msg);
+}
+
+/* A whole number within [lo, hi], else a usage error naming the option. */
+static int int_arg(const char *opt, const char *s, int lo, int hi) {
+  char need[96];
+  uint64_t v;
+  if (str_to_u64(s, (uint64_t)hi, &v) == 0 && v >= (uint64_t)lo) {
+    return (int)v;
+  }
+  (void)str_fmt(need, sizeof need, "need a whole number from %d to %d", lo, hi);
+  bad_value(opt, need);
+  return 0;
+}
+
+static void set_addr(const char *opt, const char *s, struct addr *a,
+                     int port_needed) {
+  if (addr_parse_hostport(s, 0, a) != 0) {
+    bad_value(opt, "not an address (ADDR:PORT)");
+  }
+  if (port_needed && addr_port(a) == 0) {
+    bad_value(opt, "needs a port (ADDR:PORT, PORT > 0)");
+  }
+}
+
+static void set_proto(struct bulkopts *o, const char *s) {
+  if (strcmp(s, "tcp") == 0) {
+    o->proto = XP_TCP;
+  } else if (strcmp(s, "sctp") == 0) {
+    o->proto = XP_SCTP;
+  } else {
+    bad_value("proto", "tcp or sctp");
+  }
+}
+
+static void set_bind(struct bulkopts *o, const char *s) {
+  set_addr("bind", s, &o->bind_addr, 0);
+  if (addr_port(&o->bind_addr) != 0) {
+    bad_value("bind", "takes an address without a port");
+  }
+  o->has_bind = 1;
+}
+
+static void set_duration(struct bulkopts *o, const char *s) {
+  if (str_to_decimal(s, 86400, &o->duration_s) != 0 || o->duration_s <= 0) {
+    bad_value("duration", "need seconds, more than 0 and at most 86400");
+  }
+}
+
+static void set_start_at(struct bulkopts *o, const char *s) {
+  if (str_to_decimal(s, 1e9, &o->start_at) != 0) {
+    bad_value("start-at", "need CLOCK_MONOTONIC seconds (e.g. 1234.5)");
+  }
+  o->has_start_at = 1;
+}
+
+static void handle_opt(struct bulkopts *o, int c, const char *arg,
+                       unsigned *seen) {
+  switch (c) {
+  case O_PROTO: set_proto(o, arg); break;
+  case O_LISTEN: set_addr("listen", arg, &o->addr, 0); break;
+  case O_TO: set_addr("to", arg, &o->addr, 1); break;
+  case O_BIND: set_bind(o, arg); break;
+  case O_DURATION: set_duration(o, arg); break;
+  case O_START_AT: set_start_at(o, arg); break;
+  case O_MAXSEG: o->xp.maxseg = int_arg("maxseg", arg, 64, 65535); break;
+  case O_SNDBUF: o->xp.sndbuf = int_arg("sndbuf", arg, 1024, 1 << 30); break;
+  case O_RCVBUF: o->xp.rcvbuf = int_arg("rcvbuf", arg, 1024, 1 << 30); break;
+  case O_WRITE_SIZE:
+    o->write_size = (size_t)int_arg("write-size", arg, 1, 1 << 24);
+    break;
+  case O_SAMPLE_MS: o->sample_ms = int_arg("sample-ms", arg, 10, 60000); break;
+  case O_STALL:
+    o->stall_timeout_s = int_arg("stall-timeout", arg, 1, 86400);
+    break;
+  case O_NODELAY: o->xp.nodelay = int_arg("nodelay", arg, 0, 1); break;
+  case O_NO_DELACK: o->no_delayed_ack = 1; break;
+  case O_ACCEPT_TO:
+    o->accept_timeout_s = int_arg("accept-timeout", arg, 1, 86400);
+    break;
+  case O_DRAIN_TO:
+    o->drain_timeout_s = int_arg("drain-timeout", arg, 1, 86400);
+    break;
+  case O_HELP: fputs(usage_text, stdout); exit(0);
+  default: usage_exit(NULL);
+  }
+  *seen |= 1u << (c - O_PROTO);
+}
+
+static void set_defaults(struct bulkopts *o, enum bulk_mode mode) {
+  memset(o, 0, sizeof *o);
+  xp_opts_default(&o->xp);
+  o->xp.streams = 1; /* one stream each way */
+  o->mode = mode;
+  o->sample_ms = 100;
+  o->stall_timeout_s = 60;
+  o->drain_timeout_s = 120;
+  o->accept_timeout_s = 600;
+}
+
+static enum bulk_mode parse_mode(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+    fputs(usage_text, stdout);
+    exit(0);
+  }
+  if (argc < 2 ||
+      (strcmp(argv[1], "send") != 0 && strcmp(argv[1], "recv") != 0)) {
+    usage_exit("the first argument must be send or recv");
+  }
+  return argv[1][0] == 's' ? BULK_SEND : BULK_RECV;
+}
+
+static void check_mode(const struct bulkopts *o, int c) {
+  unsigned want = o->mode == BULK_SEND ? M_SEND : M_RECV;
+  char msg[128];
+  if (c < O_PROTO || c > O_HELP || (modes_of[c - O_PROTO] & want) != 0) {
+    return;
+  }
+  (void)str_fmt(msg, sizeof msg, "--%s is a %s option",
+                longopts[c - O_PROTO].name,
+                o->mode == BULK_SEND ? "recv" : "send");
+  usage_exit(msg);
+}
+
+static void require(unsigned seen, int c) {
+  char msg[96];
+  if ((seen & (1u << (c - O_PROTO))) != 0) {
+    return;
+  }
+  (void)str_fmt(msg, sizeof msg, "--%s is required",
+                longopts[c - O_PROTO].name);
+  usage_exit(msg);
+}
+
+/* SCTP: whole DATA chunks (a multiple of --maxseg), and a message the send
+ * buffer can hold (Linux refuses larger ones with EMSGSIZE). */
+static void finish_write_size(struct bulkopts *o, unsigned seen) {
+  if ((seen & (1u << (O_WRITE_SIZE - O_PROTO))) == 0) {
+    o->write_size = o->proto == XP_TCP ? 131072 : 16384;
+    if (o->proto == XP_SCTP && o->xp.maxseg > 0 &&
+        (size_t)o->xp.maxseg <= o->write_size) {
+      o->write_size -= o->write_size % (size_t)o->xp.maxseg;
+    }
+  }
+  if (o->proto == XP_SCTP && o->xp.sndbuf > 0 &&
+      o->write_size > (size_t)o->xp.sndbuf) {
+    usage_exit("--write-size: an SCTP message must fit in --sndbuf");
+  }
+}
+
+void bulkopts_parse(int argc, char **argv, struct bulkopts *o) {
+  int c;
+  unsigned seen = 0;
+  set_defaults(o, parse_mode(argc, argv));
+  opterr = 0; /* our own message, naming the program */
+  /* getopt_long from the word after the mode. */
+  while ((c = getopt_long(argc - 1, argv + 1, "", longopts, NULL)) != -1) {
+    if (c == '?' || c == ':') {
+      unknown_exit(argv[optind]); /* argv + 1 was parsed: optind - 1 + 1 */
+    }
+    check_mode(o, c);
+    handle_opt(o, c, optarg, &seen);
+  }
+  if (optind < argc - 1) {
+    unexpected_exit(argv[optind + 1]);
+  }
+  require(seen, O_PROTO);
+  if (o->mode == BULK_RECV) {
+    require(seen, O_LISTEN);
+    if (o->no_delayed_ack && o->proto == XP_SCTP) {
+      o->xp.sack_freq = 1; /* a zero sack_delay does not turn it off */
+    }
+    return;
+  }
+  require(seen, O_TO);
+  require(seen, O_DURATION);
+  finish_write_size(o, seen);
+}
