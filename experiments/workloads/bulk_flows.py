@@ -144,10 +144,16 @@ class BulkFlows:
         return settings
 
     def record(self, settings: Settings) -> dict[str, Any]:
+        no_delack = ("receivers' routes `quickack 1` and TCP_QUICKACK after every read; SCTP: "
+                     "SCTP_DELAYED_SACK sack_freq 1") if not settings.delayed_ack else "kernel's"
         return {"flows": {**vars(settings),
                           "tcp_maxseg": settings.payload_bytes + TCP_TIMESTAMPS_BYTES,
                           "sctp_maxseg": settings.payload_bytes,
-                          "protocols": "pair i: TCP when i is odd, SCTP when even"}}
+                          "acknowledgements": no_delack,
+                          "protocols": "pair i: TCP when i is odd, SCTP when even",
+                          "cwnd_source": "the senders' sockets every sample_ms (TCP_INFO; "
+                                         "SCTP_STATUS, no ssthresh): the pinned kernels have no "
+                                         "tracepoints (Debian's UML is built without tracing)"}}
 
     # -- the matrix ----------------------------------------------------------------------------
     def points(self, experiment: "Experiment") -> list[Point]:
@@ -197,6 +203,7 @@ class BulkFlows:
         receivers: dict[str, Any] = {}
         senders: dict[str, Any] = {}
         capture = None
+        set_quick_acks(net, flows, not settings.delayed_ack)
         try:
             for flow in flows:
                 argv = procedure.bulk_receiver_argv(
@@ -287,6 +294,19 @@ def plan_flows(pairs: int, settings: Settings, run_id: str) -> list[dict[str, An
              "address": dumbbell_address(f"d{i}"), "port": BASE_PORT + i,
              "offset_s": round(rng.uniform(0, settings.stagger_s), 6)}
             for i in range(1, pairs + 1)]
+
+
+def set_quick_acks(net: "Topology", flows: list[dict[str, Any]], quick: bool) -> None:
+    """TCP without delayed acknowledgements, as far as Linux allows: the receiver's route back
+    to its sender carries `quickack 1`, which acknowledges every segment (TCP_QUICKACK after
+    each read, bulkflow's --no-delayed-ack, only holds while each read returns one segment).
+    Set on every run, so that a run with delayed acks gets them back."""
+    from topology.net.addresses import dumbbell_gateway
+    from topology.net.node_exec import run_script
+
+    for flow in flows:
+        route = ["ip", "route", "replace", "default", "via", dumbbell_gateway(flow["receiver"])]
+        run_script(net.node(flow["receiver"]), [route + (["quickack", "1"] if quick else [])])
 
 
 def receiver_options(settings: Settings, timeout_s: float) -> list[str]:

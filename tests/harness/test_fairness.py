@@ -79,7 +79,11 @@ def test_the_settings_are_on_the_wire(fairness):
     assert max(int(c[0]) for c in credit) == 65536
     window = fields(pcap, ["tcp.window_size"], "ip.src == 10.2.1.1 && tcp.flags.syn == 0")
     assert 60_000 <= max(int(w[0]) for w in window if w[0]) <= 65536
-    # no delayed SACK on SCTP: about one SACK per DATA packet reaching the receiver
+    # no delayed acks: TCP acknowledges every segment reaching the receiver
+    acks = len(fields(pcap, ["frame.number"], "ip.src == 10.2.1.1 && tcp.len == 0"))
+    segments = len(fields(pcap, ["frame.number"], "ip.dst == 10.2.1.1 && tcp.len > 0"))
+    assert acks >= 0.95 * segments, (acks, segments)
+    # and SCTP about one SACK per DATA packet
     sacks = len(fields(pcap, ["frame.number"], "ip.src == 10.2.2.1 && sctp.chunk_type == 3"))
     data = len(sctp_frames(pcap, "ip.dst == 10.2.2.1"))
     assert sacks >= 0.9 * data, (sacks, data)
