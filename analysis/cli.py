@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from experiments.tshark import TsharkError
 from experiments.tshark.ftp import over_sctp

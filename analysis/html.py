@@ -6,8 +6,9 @@ import base64
 import html
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; max-width: 1250px; }

@@ -17,6 +17,7 @@ Library (a `launch` turns an argv into a process on the node: Mininet's `node.po
 Command line, for a node without the testbed (the playbooks): a started program or capture
 runs on in the background with its pid in DIR/NAME.pid until `stop`. A program's output goes
 to DIR/NAME.out (`run`: stdout there, stderr to DIR/NAME.err), tcpdump's to DIR/NAME.tcpdump.
+`--fresh` (every step but `stop`) empties DIR first: a half-finished attempt counts for nothing.
 
     python3 procedure.py start NAME --dir DIR [--ready TEXT] [--timeout S] -- ARGV...
     python3 procedure.py capture NAME --dir DIR --iface IF --pcap FILE [--snaplen N]
@@ -39,12 +40,14 @@ from __future__ import annotations
 import argparse
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 Launch = Callable[..., "subprocess.Popen[bytes]"]
 STARTUP_TIMEOUT_S = 30.0
@@ -62,21 +65,21 @@ class RunFailure(Exception):
     """A run that cannot count: the message is the reason recorded with it."""
 
 
-def host_launch(argv: Sequence[str], **kwargs: Any) -> "subprocess.Popen[bytes]":
+def host_launch(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     """Launch on this host (a lab node, or a test outside any namespace)."""
     return subprocess.Popen(list(argv), **kwargs)
 
 
 def netns_launch(namespace: str) -> Launch:
     """Launch inside a named network namespace (`ip netns add NAME`)."""
-    def launch(argv: Sequence[str], **kwargs: Any) -> "subprocess.Popen[bytes]":
+    def launch(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
         return subprocess.Popen(["ip", "netns", "exec", namespace, *argv], **kwargs)
     return launch
 
 
 # -- steps ----------------------------------------------------------------------------------------
 def start(launch: Launch, argv: Sequence[str], log: Path, ready: str = READY,
-          timeout_s: float = STARTUP_TIMEOUT_S, **kwargs: Any) -> "subprocess.Popen[bytes]":
+          timeout_s: float = STARTUP_TIMEOUT_S, **kwargs: Any) -> subprocess.Popen[bytes]:
     """Start a program with stdout and stderr into `log`; return once a line of the log is
     `ready` (or contains it, for JSON event lines), fail if it exits or the limit runs out."""
     process = launch_logged(launch, argv, log, **kwargs)
@@ -85,14 +88,14 @@ def start(launch: Launch, argv: Sequence[str], log: Path, ready: str = READY,
 
 
 def launch_logged(launch: Launch, argv: Sequence[str], log: Path,
-                  **kwargs: Any) -> "subprocess.Popen[bytes]":
+                  **kwargs: Any) -> subprocess.Popen[bytes]:
     """`start` without the wait, for programs started side by side: `await_ready` each."""
     with open(log, "wb") as out:
         return launch(list(argv), stdin=subprocess.DEVNULL, stdout=out,
                       stderr=subprocess.STDOUT, **kwargs)
 
 
-def await_ready(process: "subprocess.Popen[bytes]", argv: Sequence[str], log: Path,
+def await_ready(process: subprocess.Popen[bytes], argv: Sequence[str], log: Path,
                 ready: str = READY, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -123,7 +126,7 @@ def _tail(path: Path, limit: int = 300) -> str:
 
 def start_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
                   capture_filter: str = "", timeout_s: float = STARTUP_TIMEOUT_S,
-                  **kwargs: Any) -> "subprocess.Popen[bytes]":
+                  **kwargs: Any) -> subprocess.Popen[bytes]:
     """tcpdump on `iface` into `pcap`, returned once it captures."""
     capture = launch_capture(launch, iface, pcap, snaplen, capture_filter, **kwargs)
     await_capture(capture, iface, timeout_s)
@@ -131,13 +134,13 @@ def start_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
 
 
 def launch_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
-                   capture_filter: str = "", **kwargs: Any) -> "subprocess.Popen[bytes]":
+                   capture_filter: str = "", **kwargs: Any) -> subprocess.Popen[bytes]:
     """`start_capture` without the wait: `await_capture` it."""
     return launch(capture_argv(iface, pcap, snaplen, capture_filter), stdin=subprocess.DEVNULL,
                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
 
 
-def await_capture(capture: "subprocess.Popen[bytes]", iface: str,
+def await_capture(capture: subprocess.Popen[bytes], iface: str,
                   timeout_s: float = STARTUP_TIMEOUT_S) -> None:
     """Return once tcpdump says it listens. Its stderr is read without blocking past the
     limit; after this, the same pipe holds its closing statistics (read it once stopped)."""
@@ -181,7 +184,7 @@ def run(launch: Launch, argv: Sequence[str], stdout: Path, stderr: Path, timeout
             raise RunFailure(f"{Path(argv[0]).name} ran past {timeout_s:.0f} s") from None
 
 
-def wait_all(processes: dict[str, "subprocess.Popen[bytes]"], timeout_s: float) -> dict[str, int]:
+def wait_all(processes: dict[str, subprocess.Popen[bytes]], timeout_s: float) -> dict[str, int]:
     """Exit statuses of programs started side by side, once all have ended; past the limit
     the ones still running are killed and the run fails."""
     deadline = time.monotonic() + timeout_s
@@ -196,7 +199,7 @@ def wait_all(processes: dict[str, "subprocess.Popen[bytes]"], timeout_s: float) 
     return statuses
 
 
-def stop(process: "subprocess.Popen[bytes]", sig: int = signal.SIGTERM,
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
          grace_s: float = STOP_GRACE_S) -> int:
     """Signal a program and wait for it; killed if it outlives the grace period."""
     if process.poll() is None:
@@ -209,7 +212,7 @@ def stop(process: "subprocess.Popen[bytes]", sig: int = signal.SIGTERM,
     return process.returncode
 
 
-def stop_capture(capture: "subprocess.Popen[bytes]", pcap: Path, settle_s: float = 0.0) -> None:
+def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0) -> None:
     """Stop tcpdump. With `settle_s`, first wait (at most 10 s) until the capture file has not
     grown for that long: a slow node's tcpdump may still be writing the last packets."""
     if settle_s > 0:
@@ -266,7 +269,7 @@ def _pid_file(directory: Path, name: str) -> Path:
     return directory / f"{name}.pid"
 
 
-def _detached(argv: Sequence[str], **kwargs: Any) -> "subprocess.Popen[bytes]":
+def _detached(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     """Outlives this command: its own session, so the caller's end does not end it."""
     return subprocess.Popen(list(argv), start_new_session=True, **kwargs)
 
@@ -315,6 +318,8 @@ def _cli_ftp_server(args: argparse.Namespace) -> int:
 
 
 def _cli_ftp_client(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.out):
+        os.makedirs(args.out)
     argv = ftp_client_argv(args.ftpc, args.variant, args.server, args.out, args.timeout,
                            args.bind, args.port, args.argv or ("mget", "*"))
     return _exit_status(run(host_launch, argv, args.dir / f"{args.name}.jsonl",
@@ -364,8 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def step(name: str, help_text: str) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text)
-        command.add_argument("name", help="what to call it in DIR (NAME.pid, NAME.log, ...)")
+        command.add_argument("name", help="what to call it in DIR (NAME.pid, NAME.out, ...)")
         command.add_argument("--dir", type=Path, required=True, help="the run's directory")
+        if name != "stop":
+            command.add_argument("--fresh", action="store_true",
+                                 help="empty DIR first (the run's first step)")
         return command
 
     started = step("start", "start a program in the background, return once it is ready")
@@ -394,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     client.add_argument("--variant", required=True)
     client.add_argument("--server", required=True, help="the server's address")
     client.add_argument("--port", type=int, default=FTP_PORT)
-    client.add_argument("--out", required=True, help="where downloads go")
+    client.add_argument("--out", required=True, help="where downloads go (made if missing)")
     client.add_argument("--bind", help="the client's local address")
     client.add_argument("--timeout", type=float, required=True,
                         help="ftpc's stall limit; the session's is this plus RUN_GRACE_S")
@@ -412,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("start", "run") and not program:
         print(f"{args.command} needs the program after --", file=sys.stderr)
         return 2
+    if getattr(args, "fresh", False):
+        shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True, exist_ok=True)
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "start": _cli_start, "capture": _cli_capture, "run": _cli_run, "stop": _cli_stop,

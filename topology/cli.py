@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .kernel import BACKEND_NAMES, BackendError, open_backend
 from .params import LinkShape, ParameterError

@@ -63,7 +63,7 @@ class LinkShape:
         if not isinstance(self.queue, Queue):
             raise ParameterError(f"queue must be a Queue, got {self.queue!r}")
 
-    def with_changes(self, **changes: Any) -> "LinkShape":
+    def with_changes(self, **changes: Any) -> LinkShape:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,7 +72,7 @@ class LinkShape:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "LinkShape":
+    def from_dict(cls, data: dict[str, Any]) -> LinkShape:
         queue = data.get("queue")
         return cls(rate_bps=data.get("rate_bps"), delay_s=data.get("delay_s", 0.0),
                    loss=data.get("loss", 0.0),
@@ -80,7 +80,7 @@ class LinkShape:
 
     @classmethod
     def parse(cls, rate: str | None = None, delay: str | None = None, loss: str | None = None,
-              queue: str | None = None) -> "LinkShape":
+              queue: str | None = None) -> LinkShape:
         return cls(rate_bps=parse_rate(rate) if rate else None,
                    delay_s=parse_time(delay) if delay else 0.0,
                    loss=parse_loss(loss) if loss else 0.0,

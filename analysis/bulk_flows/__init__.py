@@ -226,7 +226,7 @@ def throughput_figure(run_id: str, folder: Path) -> Figure:
     origin = min(s[0][0] for _, s in flows.values())
     for name, (proto, samples) in flows.items():
         bins: dict[int, float] = {}
-        for (t0, b0), (t1, b1) in zip(samples, samples[1:]):
+        for (_, b0), (t1, b1) in zip(samples, samples[1:], strict=False):
             bins[int((t1 - origin) // THROUGHPUT_BIN_S)] = \
                 bins.get(int((t1 - origin) // THROUGHPUT_BIN_S), 0.0) + (b1 - b0)
         x = sorted(bins)
@@ -241,7 +241,7 @@ def throughput_figure(run_id: str, folder: Path) -> Figure:
     return fig
 
 
-def sections(results: ResultSet, report: "Report", log_scale: bool) -> list[tuple[str, str]]:
+def sections(results: ResultSet, report: Report, log_scale: bool) -> list[tuple[str, str]]:
     return [("Fairness, utilization and SCTP's gain", _tables_html(results)
              + report.figure_block("fairness_")),
             ("Congestion windows and throughput of a run", report.figure_block("cwnd_")

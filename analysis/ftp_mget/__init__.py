@@ -92,7 +92,7 @@ def tables(generic: ResultSet) -> dict[str, tuple[list[str], list[dict[str, Any]
     return {"speedup": (speedup.COLUMNS, rows)}
 
 
-def sections(generic: ResultSet, report: "Report", log_scale: bool) -> list[tuple[str, str]]:
+def sections(generic: ResultSet, report: Report, log_scale: bool) -> list[tuple[str, str]]:
     results = FtpResults(generic)
     scale = "logarithmic" if log_scale else "linear"
     return [

@@ -7,9 +7,10 @@ interval is the range of ratios the two intervals allow:
 
     low  = max(0, mean_B - h_B) / (mean_A + h_A)      high = (mean_B + h_B) / (mean_A - h_A)
 
-(a time is never negative; high is unbounded when mean_A - h_A <= 0). The speed-up is significant when that interval
-excludes 1, which is the same as the two points' 90% intervals not overlapping; otherwise it is
-shown as "not significant". Conservative: non-overlapping 90% intervals imply a difference at a
+(a time is never negative; high is unbounded when mean_A - h_A <= 0). The speed-up is
+significant when that interval excludes 1, which is the same as the two points' 90% intervals
+not overlapping; otherwise it is shown as "not significant". Conservative: non-overlapping 90%
+intervals imply a difference at a
 level well above 90%, overlapping ones do not prove there is none."""
 from __future__ import annotations
 

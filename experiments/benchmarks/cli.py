@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from importlib import import_module
-from typing import Callable
 
 BENCHMARKS = {
     "harness": "experiments.benchmarks.harness_overhead",

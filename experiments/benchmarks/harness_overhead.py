@@ -1,6 +1,8 @@
-"""`make bench-harness` (testbed bench harness): how much of a batch's wall time goes to the harness rather than to
+"""`make bench-harness` (testbed bench harness): how much of a batch's wall time goes to the
+harness rather than to
 transfers, for the smoke experiment and for 100 runs of a one-second transfer, and the speed-up
-of two workers over one (on the one-second runs, whose work is the same in both). Prints a table and writes results/bench-harness.json.
+of two workers over one (on the one-second runs, whose work is the same in both). Prints a
+table and writes results/bench-harness.json.
 
 Overhead share = 1 - (sum of the client sessions' wall times) / (workers x experiment wall
 time): everything else is boot, topology, link changes, program and capture start and stop,

@@ -36,9 +36,10 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from topology.kernel import wake_latency
 from topology.kernel.uml_virtual import virtual_kernel
@@ -194,7 +195,8 @@ def e1_one_repetition(workers: int, real_overhead_s: float, boot_s: float) -> di
     # a run stopped at its limit would have taken at least that long in real time too
     sessions = [r.get("client_wall_s") or experiment.run_timeout_s for r in records.values()]
     failed = sorted(k for k, r in records.items() if r["status"] != "ok")
-    real_serial = sum(sessions) + len(records) * real_overhead_s + boot_s * len(experiment.network.entries)
+    boots = boot_s * len(experiment.network.entries)
+    real_serial = sum(sessions) + len(records) * real_overhead_s + boots
     return {"runs": len(records), "failed": failed, "clock": result["meta"].get("clock"),
             "virtual_wall_s": result["wall_s"], "workers": workers,
             "sessions_virtual_s": sum(sessions),

@@ -1,5 +1,5 @@
-"""`make bench-virtual-links`: virtual time (KERNEL=uml-virtual) against real time (KERNEL=uml) on the
-three E1 paths. For each path one kernel of each kind builds `path` (500 KB router queue),
+"""`make bench-virtual-links`: virtual time (KERNEL=uml-virtual) against real time (KERNEL=uml)
+on the three E1 paths. For each path one kernel of each kind builds `path` (500 KB router queue),
 measures its fidelity (ping RTT, TCP and SCTP goodput with bulk_probe) and, for loss 0, 0.03
 and 0.10, runs the same transfers several times (virtual_workload). Compared side by side:
 transfer times (means, 90% Student-t intervals, which must overlap), fidelity, wall-time
@@ -165,11 +165,16 @@ def compare(jobs: dict[str, dict[str, Any]], paths: list[str]) -> list[dict[str,
         real, virtual = jobs[f"{name}/uml"], jobs[f"{name}/uml-virtual"]
         cells = [(loss, w["name"]) for loss in LOSSES for w in real["plan_workloads"]]
         for loss, work in cells:
-            pick = lambda job, key: [t[key] for t in job["transfers"]  # noqa: E731
-                                     if t["loss"] == loss and t["workload"] == work]
+            def pick(job: dict[str, Any], key: str, loss: float = loss,
+                     work: str = work) -> list[float]:
+                return [t[key] for t in job["transfers"]
+                        if t["loss"] == loss and t["workload"] == work]
+
             r, v = summary(pick(real, "transfer_s")), summary(pick(virtual, "transfer_s"))
-            r_wall, v_wall = summary(pick(real, "call_wall_s")), summary(pick(virtual, "call_wall_s"))
-            r_tw, v_tw = summary(pick(real, "transfer_wall_s")), summary(pick(virtual, "transfer_wall_s"))
+            r_wall = summary(pick(real, "call_wall_s"))
+            v_wall = summary(pick(virtual, "call_wall_s"))
+            r_tw = summary(pick(real, "transfer_wall_s"))
+            v_tw = summary(pick(virtual, "transfer_wall_s"))
             rows.append({"path": name, "loss": loss, "workload": work,
                          "real_transfer_s": r, "virtual_transfer_s": v,
                          "ci90_overlap": overlap(r, v),
@@ -185,10 +190,12 @@ def fidelity_rows(jobs: dict[str, dict[str, Any]], paths: list[str]) -> list[dic
     rows = []
     for name in paths:
         rate, delay = E1_PATHS[name]
-        timestamps = jobs[f"{name}/uml"]["metadata"]["sysctls"].get("net.ipv4.tcp_timestamps") != "0"
+        sysctls = jobs[f"{name}/uml"]["metadata"]["sysctls"]
+        timestamps = sysctls.get("net.ipv4.tcp_timestamps") != "0"
+        per_frame = rate / ETHERNET_FRAME_MAX / 1e6
         expected = {"rtt_ms": 2e3 * delay,
-                    "tcp_mbps": rate * payload_per_frame("tcp", timestamps) / ETHERNET_FRAME_MAX / 1e6,
-                    "sctp_mbps": rate * payload_per_frame("sctp", timestamps) / ETHERNET_FRAME_MAX / 1e6}
+                    "tcp_mbps": per_frame * payload_per_frame("tcp", timestamps),
+                    "sctp_mbps": per_frame * payload_per_frame("sctp", timestamps)}
         row: dict[str, Any] = {"path": name, "expected": expected}
         for kernel, label in (("uml", "real"), ("uml-virtual", "virtual")):
             f = jobs[f"{name}/{kernel}"]["fidelity"]
@@ -202,8 +209,9 @@ def per_file_times(job: dict[str, Any], loss: float, key: str) -> tuple[float, f
     """Mean time per file of the small-file workload and of the big one at one loss ratio."""
     tcp = [w for w in job["plan_workloads"] if w["protocol"] == "tcp"]
     small, big = min(tcp, key=lambda w: w["size"]), max(tcp, key=lambda w: w["size"])
-    def mean(work):
-        values = [t[key] for t in job["transfers"] if t["loss"] == loss and t["workload"] == work["name"]]
+    def mean(work: dict[str, Any]) -> float:
+        values = [t[key] for t in job["transfers"]
+                  if t["loss"] == loss and t["workload"] == work["name"]]
         return sum(values) / len(values) / work["connections"]
     return mean(small), mean(big), small["size"], big["size"]
 
@@ -218,7 +226,8 @@ def projection(jobs: dict[str, dict[str, Any]], paths: list[str]) -> dict[str, A
         "connection costs (sctp-ms reuses one association: cheaper); per file time linear in "
         "size through the measured 10 KiB and largest TCP sizes; loss 0.01 and 0.06 "
         "interpolated; boot and topology set-up once per path; 2 workers = one kernel per core")}
-    for mode, kernel, key in (("real", "uml", "transfer_s"), ("virtual", "uml-virtual", "transfer_wall_s")):
+    for mode, kernel, key in (("real", "uml", "transfer_s"),
+                              ("virtual", "uml-virtual", "transfer_wall_s")):
         total, by_path = 0.0, {}
         for name in paths:
             job = jobs[f"{name}/{kernel}"]
@@ -229,8 +238,8 @@ def projection(jobs: dict[str, dict[str, Any]], paths: list[str]) -> dict[str, A
                 fits[loss] = (t_small - slope * s_small, slope)
             seconds = job["topology_wall_s"]
             for loss in E1_LOSSES:
-                lo = max(l for l in LOSSES if l <= loss)
-                hi = min(l for l in LOSSES if l >= loss)
+                lo = max(known for known in LOSSES if known <= loss)
+                hi = min(known for known in LOSSES if known >= loss)
                 w = 0.0 if hi == lo else (loss - lo) / (hi - lo)
                 for size in E1_SIZES:
                     per_file = [(1 - w) * (fits[lo][0] + fits[lo][1] * size)
@@ -272,13 +281,16 @@ def format_report(report: dict[str, Any]) -> str:
     p = report["e1_projection"]
     lines += ["", "projected wall time of one E1 repetition (3 paths x 5 loss x 5 sizes x 100 files"
               " x 4 variants) on this machine:",
-              f"  real time:    {p['real']['serial_h']:.1f} h serial, {p['real']['two_workers_h']:.1f} h on 2 workers",
-              f"  virtual time: {p['virtual']['serial_h']:.2f} h serial, {p['virtual']['two_workers_h']:.2f} h on 2 workers"
-              f"  (speed-up {p['speedup']:.1f}x)",
-              f"  by path, virtual serial: " + ", ".join(f"{k} {v:.2f} h" for k, v in p['virtual']['by_path_h'].items()),
+              f"  real time:    {p['real']['serial_h']:.1f} h serial, "
+              f"{p['real']['two_workers_h']:.1f} h on 2 workers",
+              f"  virtual time: {p['virtual']['serial_h']:.2f} h serial, "
+              f"{p['virtual']['two_workers_h']:.2f} h on 2 workers  (speed-up {p['speedup']:.1f}x)",
+              "  by path, virtual serial: " + ", ".join(
+                  f"{k} {v:.2f} h" for k, v in p['virtual']['by_path_h'].items()),
               f"  assumptions: {p['assumptions']}"]
     verdict = all(row["ci90_overlap"] for row in report["transfers"])
-    lines += ["", "every point's real and virtual 90% intervals overlap: " + ("yes" if verdict else "NO")]
+    lines += ["", "every point's real and virtual 90% intervals overlap: "
+              + ("yes" if verdict else "NO")]
     return "\n".join(lines)
 
 
@@ -299,7 +311,8 @@ def run(reps: int = 5, quick: bool = False, output: Path = DEFAULT_OUTPUT,
             "real_wall_s": jobs[f"{name}/uml"]["job_wall_s"],
             "virtual_wall_s": jobs[f"{name}/uml-virtual"]["job_wall_s"],
             "virtual_kernel_s": jobs[f"{name}/uml-virtual"]["job_kernel_s"],
-            "speedup": jobs[f"{name}/uml"]["job_wall_s"] / jobs[f"{name}/uml-virtual"]["job_wall_s"]}
+            "speedup": jobs[f"{name}/uml"]["job_wall_s"]
+            / jobs[f"{name}/uml-virtual"]["job_wall_s"]}
             for name in paths},
         "e1_projection": projection(jobs, paths),
         "all_overlap": None,

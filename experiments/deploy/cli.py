@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 from topology.kernel import BackendError
 

@@ -55,7 +55,8 @@ def deploy(out: Path, extra_vars: dict[str, Any], timeout_s: float,
     spec.write_text(json.dumps({"out": str(out), "extra_vars": extra_vars,
                                 "playbooks": list(playbooks)}, indent=1))
     result = open_backend("uml", memory=MEMORY).run(
-        [PYTHON, "-m", "experiments.deploy.lab_in_kernel", str(spec)], timeout_s=timeout_s, stream=stream)
+        [PYTHON, "-m", "experiments.deploy.lab_in_kernel", str(spec)], timeout_s=timeout_s,
+        stream=stream)
     summary_file = out / "summary.json"
     summary = json.loads(summary_file.read_text()) if summary_file.exists() else {}
     report: dict[str, Any] = {"returncode": result.returncode,

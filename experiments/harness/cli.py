@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError

@@ -49,7 +49,8 @@ class PointState:
         return self.values[self.metric]
 
     def needed(self, experiment: Experiment) -> int:
-        if self.failures >= MAX_FAILURES_PER_POINT and len(self.samples) < experiment.repetitions.min:
+        reps = experiment.repetitions
+        if self.failures >= MAX_FAILURES_PER_POINT and len(self.samples) < reps.min:
             return 0  # given up: reported as failed
         reps = experiment.repetitions
         return stats.runs_still_needed(self.samples, reps.confidence, reps.target_half_width,

@@ -10,10 +10,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from topology.kernel.base import default_results_root
 
@@ -31,7 +32,7 @@ class Ledger:
     root: Path
 
     @classmethod
-    def for_experiment(cls, name: str, results_root: Path = RESULTS_ROOT) -> "Ledger":
+    def for_experiment(cls, name: str, results_root: Path = RESULTS_ROOT) -> Ledger:
         return cls(results_root / name)
 
     @property

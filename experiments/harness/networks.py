@@ -116,7 +116,7 @@ SCHEMAS = {"path": PATH_SCHEMA, "dualpath": PATH_SCHEMA, "dumbbell": DUMBBELL_SC
 MAX_PAIRS = 50
 
 
-def read(reader: "Reader", kind: str, table: dict[str, Any]) -> Network:
+def read(reader: Reader, kind: str, table: dict[str, Any]) -> Network:
     """The [network] table of a `kind` topology (its keys already checked)."""
     mtu = table.get("mtu")
     if mtu is not None and not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]:
@@ -130,7 +130,7 @@ def read(reader: "Reader", kind: str, table: dict[str, Any]) -> Network:
     return Network(kind, entries, queue=queue, mtu=mtu)
 
 
-def _dumbbell(reader: "Reader", table: dict[str, Any], mtu: int | None) -> Network:
+def _dumbbell(reader: Reader, table: dict[str, Any], mtu: int | None) -> Network:
     access = LinkShape(
         reader.guard("network.access_rate", parse_rate,
                      reader.required(table, "access_rate", "network")),
@@ -147,7 +147,7 @@ def _dumbbell(reader: "Reader", table: dict[str, Any], mtu: int | None) -> Netwo
     return Network("dumbbell", entries, mtu=mtu, access=access, loss_on=loss_on)
 
 
-def _entries(reader: "Reader", values: list[Any], table: str, keys: dict[str, Any],
+def _entries(reader: Reader, values: list[Any], table: str, keys: dict[str, Any],
              make) -> tuple[Entry, ...]:
     if not values:
         raise reader.fail(f"network.{table}", "needs at least one entry")
@@ -166,7 +166,7 @@ def _entries(reader: "Reader", values: list[Any], table: str, keys: dict[str, An
     return tuple(entries)
 
 
-def _rate_and_delay(reader: "Reader", where: str, entry: dict[str, Any]) -> tuple[float, float]:
+def _rate_and_delay(reader: Reader, where: str, entry: dict[str, Any]) -> tuple[float, float]:
     rate = reader.guard(f"{where}.rate", parse_rate, reader.required(entry, "rate", where))
     delay = reader.guard(f"{where}.delay", parse_time, reader.required(entry, "delay", where))
     reader.guard(f"{where}.rate", lambda v: LinkShape(rate_bps=v), rate)
@@ -174,12 +174,12 @@ def _rate_and_delay(reader: "Reader", where: str, entry: dict[str, Any]) -> tupl
     return rate, delay
 
 
-def _path_entry(reader: "Reader", where: str, entry: dict[str, Any], queue: Queue) -> Entry:
+def _path_entry(reader: Reader, where: str, entry: dict[str, Any], queue: Queue) -> Entry:
     rate, delay = _rate_and_delay(reader, where, entry)
     return Entry(entry["name"], rate, delay, queue)
 
 
-def _bottleneck(reader: "Reader", where: str, entry: dict[str, Any]) -> Entry:
+def _bottleneck(reader: Reader, where: str, entry: dict[str, Any]) -> Entry:
     rate, delay = _rate_and_delay(reader, where, entry)
     pairs = reader.required(entry, "pairs", where)
     if not 1 <= pairs <= MAX_PAIRS:

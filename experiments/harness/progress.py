@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def _clock(seconds: float) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from topology.net import KINDS as TOPOLOGIES
 from topology.params import ParameterError

@@ -64,7 +64,8 @@ def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
     return rows
 
 
-def summary_rows(experiment: Experiment, runs: list[dict[str, Any]], states) -> list[dict[str, Any]]:
+def summary_rows(experiment: Experiment, runs: list[dict[str, Any]],
+                 states: dict[str, Any]) -> list[dict[str, Any]]:
     reps = experiment.repetitions
     workload = experiment.kind
     rows = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import SCTP_OPTIONS, fields, frames, values
+from . import SCTP_OPTIONS, fields, values
 from .transport import sctp_data_chunks
 
 FTP_PORT = 21
@@ -152,7 +152,8 @@ def over_sctp(pcap: Path, dissector: Path) -> list[FtpLine]:
     out = []
     for frame, variants, streams, roles, commands, codes, _lines in rows:
         variants_l, streams_l, roles_l = values(variants), values(streams), values(roles)
-        for i, (variant, stream, role) in enumerate(zip(variants_l, streams_l, roles_l)):
+        chunks = zip(variants_l, streams_l, roles_l, strict=False)
+        for i, (variant, stream, role) in enumerate(chunks):
             # commands and codes of a frame cannot be split per chunk from field output:
             # they are attached to the frame's first control chunk
             first_control = role == "control" and "control" not in roles_l[:i]

@@ -258,7 +258,7 @@ def _sctp_sequence(pcap: Path) -> TimeSequence:
     for t, src, sport, dport, tsns, sids, cum_acks in rows:
         flow = "-".join(sorted((sport, dport)))
         if src != client:
-            for tsn, sid in zip(values(tsns), values(sids)):
+            for tsn, sid in zip(values(tsns), values(sids), strict=False):
                 stacker.see(flow, int(tsn), int(tsn) + 1)
                 parsed.append((float(t), "data", flow, int(tsn), int(sid, 0)))
         else:

@@ -21,7 +21,7 @@ class UnknownWorkload(KeyError):
     pass
 
 
-def get(kind: str) -> "Workload":
+def get(kind: str) -> Workload:
     if kind not in MODULES:
         raise UnknownWorkload(f"unknown workload {kind!r} (one of: {', '.join(MODULES)})")
     return import_module(MODULES[kind], __name__).WORKLOAD

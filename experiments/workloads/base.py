@@ -17,9 +17,10 @@ is recorded as failed, never as a number."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
@@ -96,31 +97,31 @@ class Workload(Protocol):
     summary_aliases: dict[str, str]      # extra summary.csv names for generic columns
     analysis_version: int                # bumped when `analyse` reads runs differently
 
-    def read(self, reader: "Reader", data: dict[str, Any]) -> Any:
+    def read(self, reader: Reader, data: dict[str, Any]) -> Any:
         """Its settings from the whole file (already checked against its keys' types)."""
 
     def record(self, settings: Any) -> dict[str, Any]:
         """Its settings as meta.json records them."""
 
-    def points(self, experiment: "Experiment") -> list[Point]: ...
+    def points(self, experiment: Experiment) -> list[Point]: ...
 
-    def estimate_s(self, experiment: "Experiment", point: Point) -> float: ...
+    def estimate_s(self, experiment: Experiment, point: Point) -> float: ...
 
-    def prepare(self, experiment: "Experiment", data_root: Path) -> Any:
+    def prepare(self, experiment: Experiment, data_root: Path) -> Any:
         """Before the first run: make what runs need (data sets under data_root), check that
         what they use exists (WorkloadError otherwise). What it returns is given to `order`."""
 
-    def order(self, experiment: "Experiment", point: Point, prepared: Any) -> dict[str, Any]:
+    def order(self, experiment: Experiment, point: Point, prepared: Any) -> dict[str, Any]:
         """Its part of a run's order (JSON), read by `execute` inside the kernel."""
 
-    def execute(self, net: "Topology", run: dict[str, Any], run_dir: Path,
+    def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
         """Inside the kernel, on the built topology with the run's links and sysctls applied:
         run it, write what it produced into run_dir and record (its pcap moved to
         run["pcap"], named in record["pcap"]), call mark(phase) at the end of each phase,
         raise RunFailure when the run cannot count."""
 
-    def analyse(self, experiment: "Experiment", run_dir: Path, record: dict[str, Any],
+    def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],
                 capture: Path | None) -> dict[str, Any]:
         """On the host: its run_columns (None where not measured), "flagged" when a
         cross-check failed, and "notes" (a list of what the reading noticed). `capture` is the

@@ -25,9 +25,10 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from topology.net.addresses import dumbbell_address
 
@@ -118,7 +119,7 @@ class BulkFlows:
     analysis_version = 1
 
     # -- the experiment file -------------------------------------------------------------------
-    def read(self, reader: "Reader", data: dict[str, Any]) -> Settings:
+    def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
         table = reader.required(data, "flows", "")
         settings = Settings(
             duration_s=float(reader.required(table, "duration_s", "flows")),
@@ -156,7 +157,7 @@ class BulkFlows:
                                          "tracepoints (Debian's UML is built without tracing)"}}
 
     # -- the matrix ----------------------------------------------------------------------------
-    def points(self, experiment: "Experiment") -> list[Point]:
+    def points(self, experiment: Experiment) -> list[Point]:
         points = []
         for entry in experiment.network.entries:
             for loss in experiment.losses:
@@ -167,17 +168,17 @@ class BulkFlows:
                         ("profile", profile))))
         return points
 
-    def estimate_s(self, experiment: "Experiment", point: Point) -> float:
+    def estimate_s(self, experiment: Experiment, point: Point) -> float:
         settings: Settings = experiment.settings
         return 10.0 + point.get("pairs") * 2 * SETUP_S_PER_FLOW + settings.duration_s \
             + settings.stagger_s
 
     # -- before the runs -----------------------------------------------------------------------
-    def prepare(self, experiment: "Experiment", data_root: Path) -> dict[str, str]:
+    def prepare(self, experiment: Experiment, data_root: Path) -> dict[str, str]:
         self._check_mtu(experiment)
         return require_programs("bulkflow")
 
-    def _check_mtu(self, experiment: "Experiment") -> None:
+    def _check_mtu(self, experiment: Experiment) -> None:
         from .base import WorkloadError
 
         payload = experiment.settings.payload_bytes
@@ -187,14 +188,14 @@ class BulkFlows:
                                 f"[network] mtu = {need} or more (TCP with timestamps: "
                                 f"payload + 52; SCTP: payload + 48)")
 
-    def order(self, experiment: "Experiment", point: Point, prepared: dict[str, str]
+    def order(self, experiment: Experiment, point: Point, prepared: dict[str, str]
               ) -> dict[str, Any]:
         settings: Settings = experiment.settings
         return {"bulkflow": prepared["bulkflow"], "pairs": point.get("pairs"),
                 "settings": vars(settings)}
 
     # -- inside the kernel ---------------------------------------------------------------------
-    def execute(self, net: "Topology", run: dict[str, Any], run_dir: Path,
+    def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
         order = run["workload"]
         settings = Settings(**order["settings"])
@@ -254,7 +255,7 @@ class BulkFlows:
                     record["pcap"] = run["pcap"]
 
     # -- on the host ---------------------------------------------------------------------------
-    def analyse(self, experiment: "Experiment", run_dir: Path, record: dict[str, Any],
+    def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],
                 capture: Path | None) -> dict[str, Any]:
         settings: Settings = experiment.settings
         row: dict[str, Any] = {"notes": []}
@@ -296,7 +297,7 @@ def plan_flows(pairs: int, settings: Settings, run_id: str) -> list[dict[str, An
             for i in range(1, pairs + 1)]
 
 
-def set_quick_acks(net: "Topology", flows: list[dict[str, Any]], quick: bool) -> None:
+def set_quick_acks(net: Topology, flows: list[dict[str, Any]], quick: bool) -> None:
     """TCP without delayed acknowledgements, as far as Linux allows: the receiver's route back
     to its sender carries `quickack 1`, which acknowledges every segment (TCP_QUICKACK after
     each read, bulkflow's --no-delayed-ack, only holds while each read returns one segment).
@@ -404,7 +405,7 @@ def check_against_pcap(capture: Path, per_flow: list[dict[str, Any]], record: di
     series = delivered_series(capture, [(dumbbell_address(f["receiver"]), f["port"], f["proto"])
                                         for f in per_flow])
     worst = 0.0
-    for flow, acked in zip(per_flow, series):
+    for flow, acked in zip(per_flow, series, strict=True):
         back = record["links"][f"{flow['receiver']}-down"]["delay_s"] + \
             record["links"]["bottleneck-down"]["delay_s"] + offset
         edges = [_closest(acked, t + back, count) for t, count in flow["edges"]]

@@ -19,7 +19,7 @@ class DataSet:
     def check(self) -> list[str]:
         """Problems with the files on disk (empty when every file is as made)."""
         problems = []
-        for name, digest in self.digests.items():
+        for name in self.digests:
             path = self.root / name
             if not path.is_file():
                 problems.append(f"{path}: missing")

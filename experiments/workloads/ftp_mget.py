@@ -17,9 +17,10 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from topology.net.addresses import CLIENT_IP, SERVER_IP
 from topology.params import ParameterError
@@ -153,7 +154,7 @@ class FtpMget:
     analysis_version = 5
 
     # -- the experiment file -------------------------------------------------------------------
-    def read(self, reader: "Reader", data: dict[str, Any]) -> Settings:
+    def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
         interval = data.get("metric", "nlst150-to-last226")
         reader.choice("metric", interval, INTERVALS, "metric")
         matrix = data["matrix"]
@@ -183,7 +184,7 @@ class FtpMget:
                 "variants": list(settings.variants)}
 
     # -- the matrix ----------------------------------------------------------------------------
-    def points(self, experiment: "Experiment") -> list[Point]:
+    def points(self, experiment: Experiment) -> list[Point]:
         settings: Settings = experiment.settings
         seen: dict[str, Point] = {}
         for path in experiment.network.entries:
@@ -200,7 +201,7 @@ class FtpMget:
                                 ("profile", profile))))
         return list(seen.values())
 
-    def estimate_s(self, experiment: "Experiment", point: Point) -> float:
+    def estimate_s(self, experiment: Experiment, point: Point) -> float:
         """A rough duration of one run, for ordering and the first ETA: the bytes at the path's
         goodput, stretched by loss, plus a few round trips per file and fixed start-up
         costs."""
@@ -212,7 +213,7 @@ class FtpMget:
         return 4.0 + stretch * (transfer + round_trips * 2 * path.delay_s)
 
     # -- before the runs -----------------------------------------------------------------------
-    def prepare(self, experiment: "Experiment", data_root: Path) -> dict[str, Any]:
+    def prepare(self, experiment: Experiment, data_root: Path) -> dict[str, Any]:
         programs = require_programs("ftpd", "ftpc")
         settings: Settings = experiment.settings
         data = {}
@@ -224,14 +225,14 @@ class FtpMget:
             data[size] = made
         return {"programs": programs, "data": data}
 
-    def order(self, experiment: "Experiment", point: Point, prepared: dict[str, Any]
+    def order(self, experiment: Experiment, point: Point, prepared: dict[str, Any]
               ) -> dict[str, Any]:
         data = prepared["data"][point.get("file_size")]
         return {"variant": point.get("variant"), "data": str(data.root),
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"]}
 
     # -- inside the kernel ---------------------------------------------------------------------
-    def execute(self, net: "Topology", run: dict[str, Any], run_dir: Path,
+    def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
         order = run["workload"]
         client, server = net.node("client"), net.node("server")
@@ -280,7 +281,7 @@ class FtpMget:
             shutil.rmtree(download, ignore_errors=True)
 
     # -- on the host ---------------------------------------------------------------------------
-    def analyse(self, experiment: "Experiment", run_dir: Path, record: dict[str, Any],
+    def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],
                 capture: Path | None) -> dict[str, Any]:
         settings: Settings = experiment.settings
         rto_floor_s = experiment.sctp.get("rto_min_ms", LINUX_SCTP_RTO_MIN_MS) / 1000

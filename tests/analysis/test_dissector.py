@@ -26,12 +26,12 @@ def test_commands_and_replies_on_the_right_stream(tiny_results, variant):
     for pcap in captures:
         lines = over_sctp(pcap, LUA_DISSECTOR)
         assert lines, f"nothing decoded in {pcap}"
-        control = [l for l in lines if l.role == "control"]
-        data = [l for l in lines if l.role == "data"]
-        assert all(l.stream == 0 for l in control)
-        assert {l.variant for l in lines} == {variant}
-        commands = [c for l in control for c in l.commands]
-        codes = [c for l in control for c in l.reply_codes]
+        control = [line for line in lines if line.role == "control"]
+        data = [line for line in lines if line.role == "data"]
+        assert all(line.stream == 0 for line in control)
+        assert {line.variant for line in lines} == {variant}
+        commands = [c for line in control for c in line.commands]
+        codes = [c for line in control for c in line.reply_codes]
         assert commands.count("NLST") == 1 and commands.count("RETR") == FILES
         assert "USER" in commands and "QUIT" in commands
         assert codes.count(226) == FILES + 1 and codes.count(150) == FILES + 1
@@ -39,10 +39,10 @@ def test_commands_and_replies_on_the_right_stream(tiny_results, variant):
         assert data, "no FTP data decoded"
         if variant == "sctp-naive":
             assert "PASV" in commands or "EPSV" in commands
-            assert all(l.stream == 0 for l in data)
+            assert all(line.stream == 0 for line in data)
         else:
             assert "OPTS" in commands and "PASV" not in commands
-            assert all(l.stream == 1 for l in data)
+            assert all(line.stream == 1 for line in data)
         if variant == "sctp-ms-cp":
             assert commands.count("SIZE") == FILES
 

@@ -49,7 +49,7 @@ def test_transfer_time_figure_plots_the_summary(tiny_results):
         assert list(line.get_ydata()) == pytest.approx([e[1] for e in expected])
         # error bar segments run from mean - h to mean + h
         segments = container.lines[2][0].get_segments()
-        for (loss, mean, half), seg in zip(expected, segments):
+        for (_, mean, half), seg in zip(expected, segments, strict=True):
             assert seg[0][1] == pytest.approx(mean - half, rel=1e-5)
             assert seg[1][1] == pytest.approx(mean + half, rel=1e-5)
     # the numbers saved alongside are the same
@@ -86,7 +86,7 @@ def test_counters_figure_bars_equal_runs_csv(tiny_results):
     with (tiny_results / "runs.csv").open() as handle:
         runs = [r for r in csv.DictReader(handle) if r["status"] == "ok"]
     losses = sorted({float(r["loss"]) for r in runs})
-    for ax, (counter, _) in zip(axes, figures.COUNTERS):
+    for ax, (counter, _) in zip(axes, figures.COUNTERS, strict=True):
         assert counter in ax.get_ylabel()
         bars = {c.get_label(): c for c in ax.containers}
         assert set(bars) == {series_name(v) for v in VARIANTS}

@@ -13,8 +13,6 @@ import subprocess
 import zlib
 from pathlib import Path
 
-import pytest
-
 from tests.analysis.conftest import REPO, run_python
 
 FIDELITY = {"items": [{"path": "lan", "metric": "rtt_avg", "unit": "ms", "configured": 2.0,
@@ -148,8 +146,8 @@ def test_report_renders_in_headless_chromium(results_copy, tmp_path):
                            html_file.resolve().as_uri()],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    console = [l for l in proc.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l
-               or "net::ERR" in l]
+    console = [line for line in proc.stderr.splitlines()
+               if "CONSOLE" in line or "Uncaught" in line or "net::ERR" in line]
     assert console == [], console
     width, height, colours = png_pixels(shot.read_bytes())
     assert (width, height) == (1280, 2000)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -43,7 +42,8 @@ def test_instances_run_side_by_side_without_clashing(tmp_path):
     def job(name: str) -> None:
         started = time.monotonic()
         results[name] = open_backend("uml").run(
-            ["sh", "-c", f"hostname; ip netns add shared; sleep 3; echo {name} > {tmp_path}/{name}"])
+            ["sh", "-c",
+             f"hostname; ip netns add shared; sleep 3; echo {name} > {tmp_path}/{name}"])
         spans[name] = (started, time.monotonic())
 
     threads = [threading.Thread(target=job, args=(n,)) for n in ("one", "two")]

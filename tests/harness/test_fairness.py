@@ -96,8 +96,8 @@ def test_every_flow_has_a_cwnd_trace_that_drops_after_a_loss(fairness):
             cwnd = [float(r["cwnd"]) for r in trace if r["flow"] == flow and r["cwnd"]]
             times = [float(r["t_s"]) for r in trace if r["flow"] == flow and r["cwnd"]]
             assert len(cwnd) >= 10 * 35                  # every 100 ms for about 40 s
-            assert max(b - a for a, b in zip(times, times[1:])) < 0.5
-            drops = sum(b < 0.8 * a for a, b in zip(cwnd, cwnd[1:]))
+            assert max(b - a for a, b in zip(times, times[1:], strict=False)) < 0.5
+            drops = sum(b < 0.8 * a for a, b in zip(cwnd, cwnd[1:], strict=False))
             assert drops >= 3, f"flow {flow}: the window never halved at 1.5% loss"
 
 

@@ -3,6 +3,7 @@ that sees Debian's Python packages gives `testbed`, whose help and every subcomm
 what it does with an example, and which works from any folder."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,12 +16,20 @@ SUBCOMMANDS = ("run", "validate", "plan", "tables", "report", "net", "kernel", "
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """testbed installed (not editable) into a fresh venv; its path."""
+    """testbed installed (not editable) into a fresh venv from a copy of the tracked tree (a
+    build leaves build/ and egg-info beside the sources); the command's path."""
+    source = tmp_path_factory.mktemp("source")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    for name in filter(None, tracked):
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     venv = tmp_path_factory.mktemp("venv")
     subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(venv)],
                    check=True, timeout=120)
     install = subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet",
-                              "--disable-pip-version-check", "--no-build-isolation", str(REPO)],
+                              "--disable-pip-version-check", "--no-build-isolation", str(source)],
                              capture_output=True, text=True, timeout=600)
     assert install.returncode == 0, install.stderr[-3000:]
     return venv / "bin" / "testbed"

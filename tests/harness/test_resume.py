@@ -4,7 +4,6 @@ import json
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 from tests.conftest import stray_kernels
 from tests.harness.conftest import PYTHON, REPO, harness

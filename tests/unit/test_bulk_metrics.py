@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from experiments.tshark.transport import DataChunk, _parse_sctp_frame, _tsns_to_bytes
-from experiments.workloads.bulk_flows import (gain_pct, jain_index, plan_flows, receiver_window,
-                                              sender_options, Settings)
+from experiments.workloads.bulk_flows import (
+    Settings,
+    gain_pct,
+    jain_index,
+    plan_flows,
+    receiver_window,
+    sender_options,
+)
 
 
 def test_jain_index_of_equal_and_of_unequal_shares():

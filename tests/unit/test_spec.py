@@ -7,7 +7,6 @@ import pytest
 
 from experiments.harness import spec
 
-
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -1,8 +1,8 @@
 """The `uml-virtual` backend: a shaped path in virtual time gives the configured RTT and rate
 (exactly with free computing, plus the kernel's own processing time when computing is charged);
 computing advances the clock in wall-cpu mode and not in inf-cpu mode; in either, a job that
-busy-waits is stopped by the wall-time watchdog with a message naming the cause and leaves no process behind;
-results and metadata carry the clock mode; the build is cached."""
+busy-waits is stopped by the wall-time watchdog with a message naming the cause and leaves no
+process behind; results and metadata carry the clock mode; the build is cached."""
 from __future__ import annotations
 
 import json

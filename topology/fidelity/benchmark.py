@@ -16,7 +16,8 @@ from . import cases, targets
 DEFAULT_OUTPUT = REPO_ROOT / "results" / "fidelity.json"
 
 
-def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT, quick: bool = False) -> dict[str, Any]:
+def run(kernel: str | None = None, output: Path = DEFAULT_OUTPUT,
+        quick: bool = False) -> dict[str, Any]:
     backend = open_backend(kernel)
     planned = cases.cases(quick)
     with tempfile.TemporaryDirectory(prefix="fidelity-", dir="/tmp") as scratch:

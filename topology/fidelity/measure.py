@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 _started = time.monotonic()
@@ -57,7 +58,7 @@ def run_case(path: PathTopology, case: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(plan_file: str, result_file: str) -> int:
-    plan = json.load(open(plan_file))
+    plan = json.loads(Path(plan_file).read_text())
     cases = plan["cases"]
     first = LinkShape.from_dict(cases[0]["shape"])
     results: dict[str, Any] = {"import_s": _imported - _started, "cases": {}}

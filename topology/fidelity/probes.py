@@ -111,7 +111,8 @@ def udp_loss(client: Node, server: Node, address: str, count: int, payload: int,
 
 def udp_receive_drops(node: Node) -> int:
     """UDP datagrams the node's stack dropped for want of buffer space (RcvbufErrors)."""
-    lines = [l.split() for l in node.cmd("cat /proc/net/snmp").splitlines() if l.startswith("Udp:")]
+    lines = [line.split() for line in node.cmd("cat /proc/net/snmp").splitlines()
+             if line.startswith("Udp:")]
     header, values = lines[0], lines[1]
     return int(values[header.index("RcvbufErrors")])
 

@@ -38,7 +38,7 @@ def receive(bind: str, port: int, count: int, quiet_s: float, ready_file: str | 
     while len(seen) < count:
         try:
             data = sock.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             break
         if len(data) >= HEADER.size:
             seen.add(HEADER.unpack_from(data)[0])

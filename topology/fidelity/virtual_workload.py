@@ -15,6 +15,7 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from ..kernel import metadata
@@ -73,7 +74,7 @@ def transfers(path: PathTopology, plan: dict[str, Any], shape: LinkShape) -> lis
 
 
 def main(plan_file: str, result_file: str) -> int:
-    plan = json.load(open(plan_file))
+    plan = json.loads(Path(plan_file).read_text())
     shape = LinkShape(plan["rate_bps"], plan["delay_s"], 0.0, Queue(plan["queue_bytes"], "bytes"))
     started_kernel = time.monotonic()
     result: dict[str, Any] = {"path": plan["path"]}

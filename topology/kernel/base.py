@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ class RunResult:
     timings_s: dict[str, float] = field(default_factory=dict)
     clock: str = REAL_CLOCK  # see clock_label
 
-    def check(self) -> "RunResult":
+    def check(self) -> RunResult:
         if self.returncode != 0:
             tail = "\n".join(self.stderr.strip().splitlines()[-20:])
             raise BackendError(

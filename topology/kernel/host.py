@@ -6,8 +6,8 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from .base import REPO_ROOT, BackendError, RunResult, job_environment
 from .capabilities import missing_pieces
@@ -30,9 +30,10 @@ class HostBackend:
             env: Mapping[str, str] | None = None, timeout_s: float | None = None,
             stream: bool = False) -> RunResult:
         started = time.time()
-        proc = subprocess.Popen(list(argv), cwd=cwd or REPO_ROOT, env=job_environment(env, self.name),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(list(argv), cwd=cwd or REPO_ROOT,
+                                env=job_environment(env, self.name), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
         try:
             out, err = _communicate(proc, timeout_s, stream)
         except subprocess.TimeoutExpired:

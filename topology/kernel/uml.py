@@ -4,6 +4,7 @@ back through files in a per-instance scratch directory on the host."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import secrets
 import shutil
@@ -11,10 +12,11 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO
 
-from .base import REPO_ROOT, REAL_CLOCK, BackendError, RunResult, job_environment, job_script
+from .base import REAL_CLOCK, REPO_ROOT, BackendError, RunResult, job_environment, job_script
 
 INIT_SCRIPT = Path(__file__).with_name("uml_init.sh")
 UML_BINARY = "linux.uml"
@@ -68,7 +70,8 @@ def pinned_release() -> str:
     release = releases[-1]
     if not Path("/lib/modules", release, "modules.dep").is_file():
         raise BackendError(
-            f"the pinned kernel's modules are not prepared (/lib/modules/{release}): run `make setup`")
+            f"the pinned kernel's modules are not prepared (/lib/modules/{release}): "
+            "run `make setup`")
     return release
 
 
@@ -208,10 +211,8 @@ class UmlBackend:
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """User-Mode Linux runs as several host processes in one group: end them all."""
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.1)
-        except subprocess.TimeoutExpired:
-            pass
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)

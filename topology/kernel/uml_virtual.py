@@ -17,10 +17,10 @@ Two clocks, chosen with TESTBED_TIME_TRAVEL:
 In both modes a program that busy-waits (spins on the CPU, or polls without blocking) can keep
 the clock from advancing, and the job hangs: the clock moves when the kernel runs its timers,
 which it does when every program waits. Programs must block in the kernel (blocking sockets,
-poll/select with timeouts, sleep) and cap transfers by bytes, not duration. A wall-time watchdog ends a stuck job with a message naming
-the cause: it stops a job whose clock has not advanced for TESTBED_VIRTUAL_STALL_S seconds of
-wall time (default 300), and any job past its wall-time limit (timeout_s, else
-TESTBED_VIRTUAL_TIMEOUT_S, default 2 hours)."""
+poll/select with timeouts, sleep) and cap transfers by bytes, not duration. A wall-time
+watchdog ends a stuck job with a message naming the cause: it stops a job whose clock has not
+advanced for TESTBED_VIRTUAL_STALL_S seconds of wall time (default 300), and any job past its
+wall-time limit (timeout_s, else TESTBED_VIRTUAL_TIMEOUT_S, default 2 hours)."""
 from __future__ import annotations
 
 import os
@@ -28,9 +28,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import wake_latency
 from .base import BackendError, RunResult, clock_label
 from .uml import UmlBackend, _read_float, _read_text
-from . import wake_latency
 from .wake_latency import WakeTable
 
 BUILD_SCRIPT = Path(__file__).with_name("timetravel") / "build.sh"

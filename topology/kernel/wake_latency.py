@@ -56,7 +56,7 @@ class WakeTable:
         return f"{steps} ({self.source})"
 
     @classmethod
-    def parse(cls, text: str, source: str) -> "WakeTable":
+    def parse(cls, text: str, source: str) -> WakeTable:
         points = []
         for item in text.split(","):
             gap, slash, latency = item.strip().partition("/")
@@ -65,7 +65,7 @@ class WakeTable:
                     f"bad wake-up latency table {text!r} ({source}): expected "
                     "GAP_NS/LATENCY_NS pairs separated by commas, e.g. 1000000/0,100000000/150000")
             points.append((int(gap), int(latency)))
-        if any(b[0] <= a[0] for a, b in zip(points, points[1:])):
+        if any(b[0] <= a[0] for a, b in zip(points, points[1:], strict=False)):
             raise BackendError(f"bad wake-up latency table {text!r} ({source}): the gaps must "
                                "rise from one point to the next")
         if len(points) > MAX_POINTS:

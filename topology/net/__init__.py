@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def build(spec: dict[str, Any]) -> "Topology":
+def build(spec: dict[str, Any]) -> Topology:
     """A topology (not yet started) from {"kind": ..., "links": {direction: LinkShape dict},
     "pairs": n (dumbbell), "mtu": bytes}."""
     from ..params import LinkShape, ParameterError

@@ -73,7 +73,7 @@ class Topology:
         return Egress(node, dev, shape, self.mtu + shaping.ETHERNET_HEADER)
 
     # -- life cycle -------------------------------------------------------------------------
-    def __enter__(self) -> "Topology":
+    def __enter__(self) -> Topology:
         self.start()
         return self
 

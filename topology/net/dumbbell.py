@@ -25,7 +25,8 @@ class Dumbbell(Topology):
                  bottleneck_down: LinkShape | None = None, mtu: int | None = None) -> None:
         super().__init__(mtu)
         if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= MAX_PAIRS:
-            raise ParameterError(f"pairs must be a whole number from 1 to {MAX_PAIRS}, got {pairs!r}")
+            raise ParameterError(f"pairs must be a whole number from 1 to {MAX_PAIRS}, "
+                                 f"got {pairs!r}")
         self.pairs = pairs
         self.access = access
         self.bottleneck = {"up": bottleneck, "down": bottleneck_down or bottleneck}

@@ -143,7 +143,7 @@ class ManagementNetwork:
     def known_hosts(self) -> Path:
         return STATE / "known_hosts"
 
-    def __enter__(self) -> "ManagementNetwork":
+    def __enter__(self) -> ManagementNetwork:
         self.start()
         return self
 
@@ -218,7 +218,7 @@ class ManagementNetwork:
         # shared, so the node still sees what the others install there.
         script = (f"mount -t tmpfs -o mode=700 tmpfs /root && exec {SSHD} -D -e -f "
                   f"{shlex.quote(str(member.state / 'sshd_config'))}")
-        log = open(member.state / "sshd.log", "wb")
+        log = open(member.state / "sshd.log", "wb")  # noqa: SIM115 (sshd writes it until stop)
         try:
             self.sshd[member.name] = node.popen(
                 ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],

@@ -9,7 +9,7 @@ import re
 import shlex
 import subprocess
 import tempfile
-from typing import Sequence
+from collections.abc import Sequence
 
 from mininet.node import Node
 

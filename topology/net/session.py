@@ -24,7 +24,8 @@ def from_spec(spec: dict[str, Any]) -> Topology:
 
 def describe(topology: Topology) -> str:
     assert topology.net is not None
-    lines = [f"{topology.kind} is up on kernel {subprocess.check_output(['uname', '-r'], text=True).strip()}"]
+    release = subprocess.check_output(["uname", "-r"], text=True).strip()
+    lines = [f"{topology.kind} is up on kernel {release}"]
     for node in topology.net.hosts:
         for intf in node.intfList():
             if intf.name != "lo":

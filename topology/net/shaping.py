@@ -13,8 +13,6 @@ counts Ethernet frames without preamble or FCS (1514 bytes for a full-size packe
 bucket is a few microseconds deep, so back-to-back packets leave exactly at the rate."""
 from __future__ import annotations
 
-import math
-
 from ..params import LinkShape
 
 DELAY_LINE_LIMIT = 1_000_000
