@@ -9,7 +9,6 @@ senders' samples) and runs/<run>/receiver-*.jsonl (the receivers' counts) for a 
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
+
+from experiments.workloads.base import read_events  # noqa: E402
 
 from .. import html  # noqa: E402
 from ..results import FINISHED, ResultSet  # noqa: E402
@@ -208,17 +209,9 @@ def throughput_figure(run_id: str, folder: Path) -> Figure:
     ax.grid(True, alpha=0.3)
     flows = {}
     for log in sorted(folder.glob("receiver-*.jsonl")):
-        samples = []
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if event.get("event") == "sample":
-                samples.append((event["t"], event["bytes"]))
-        proto = next((json.loads(line).get("proto") for line in
-                      log.read_text(errors="replace").splitlines()[:3]
-                      if '"proto"' in line), "?")
+        events = read_events(log)
+        samples = [(e["t"], e["bytes"]) for e in events if e.get("event") == "sample"]
+        proto = next((e["proto"] for e in events if e.get("event") == "ready"), "?")
         if samples:
             flows[log.stem.removeprefix("receiver-")] = (proto, samples)
     if not flows:

@@ -19,6 +19,7 @@ from typing import Any
 from topology.fidelity import probes
 from topology.kernel import metadata
 from topology.net import build
+from topology.net.addresses import DATA_DIRECTION
 from topology.net.base import Topology
 from topology.params import LinkShape
 
@@ -96,8 +97,7 @@ def link_checks(net: Topology, runs: list[dict[str, Any]]) -> list[dict[str, Any
             continue
         seen.add(signature)
         net.set_links(clean)
-        main = run["links"].get("up") or run["links"].get("bottleneck-up") or \
-            next(iter(run["links"].values()))
+        main = run["links"][DATA_DIRECTION[run["topology"]["kind"]]]
         rtt = probes.ping(net.node(node), address, 5, 0.2)
         checks.append({"rate_bps": main.get("rate_bps"), "delay_s": main.get("delay_s"),
                        "rtt_configured_ms": 1000 * sum(clean[d].delay_s

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from topology.net.addresses import DATA_DIRECTION
 from topology.params import LinkShape, Queue, parse_queue, parse_rate, parse_time
 
 if TYPE_CHECKING:
@@ -91,8 +92,7 @@ class Network:
     def link_row(self, links: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """The shaped link of a run as runs.csv shows it: the data direction of the path or
         bottleneck."""
-        main = {"path": "up", "dualpath": "path1-up", "dumbbell": "bottleneck-up"}[self.kind]
-        shape = links.get(main, {})
+        shape = links.get(DATA_DIRECTION[self.kind], {})
         return {"rate_bps": shape.get("rate_bps"), "delay_s": shape.get("delay_s"),
                 "queue": shape.get("queue")}
 

@@ -16,6 +16,7 @@ A run that cannot count raises `RunFailure` (from experiments.procedure) with it
 is recorded as failed, never as a number."""
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,21 @@ def require_programs(*names: str) -> dict[str, str]:
         raise WorkloadError(f"the testbed's programs are not built ({', '.join(missing)}): run "
                             f"`make build` (or point ${PROGRAMS_ENV} at their folder)")
     return {name: str(path) for name, path in paths.items()}
+
+
+def read_events(log: Path) -> list[dict[str, Any]]:
+    """A program's JSON event lines (ftpc, bulkflow: one object per line); a line cut short
+    by a killed program is skipped, a missing log is no events."""
+    out = []
+    if log.exists():
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict):
+                out.append(event)
+    return out
 
 
 @dataclass(frozen=True)

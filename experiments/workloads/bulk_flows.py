@@ -20,7 +20,6 @@ bottleneck: a disagreement beyond 1% flags the run."""
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import random
@@ -34,7 +33,7 @@ from topology.net.addresses import dumbbell_address
 
 from .. import procedure
 from ..procedure import RunFailure
-from .base import Metric, Point, require_programs
+from .base import Metric, Point, read_events, require_programs
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
@@ -82,17 +81,6 @@ def gain_pct(sctp: list[float], tcp: list[float]) -> float | None:
     if not sctp or not tcp or sum(tcp) == 0:
         return None
     return 100 * (sum(sctp) / len(sctp) - sum(tcp) / len(tcp)) / (sum(tcp) / len(tcp))
-
-
-def events(path: Path) -> list[dict[str, Any]]:
-    out = []
-    if path.exists():
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return out
 
 
 class BulkFlows:
@@ -337,7 +325,7 @@ def sender_options(settings: Settings, proto: str, timeout_s: float) -> list[str
 
 def _error_of(run_dir: Path, name: str) -> str:
     role = "sender" if name.startswith("s") else "receiver"
-    for event in reversed(events(run_dir / f"{role}-{name}.jsonl")):
+    for event in reversed(read_events(run_dir / f"{role}-{name}.jsonl")):
         if event.get("event") == "error":
             return str(event.get("reason", ""))[:200]
     return (run_dir / f"{role}-{name}.jsonl").read_text(errors="replace")[-200:] \
@@ -348,9 +336,9 @@ def check_delivery(run_dir: Path, flows: list[dict[str, Any]]) -> None:
     """Every byte a sender wrote reached its receiver, and the sender saw it acknowledged."""
     problems = []
     for flow in flows:
-        sent = next((e for e in events(run_dir / f"sender-{flow['sender']}.jsonl")
+        sent = next((e for e in read_events(run_dir / f"sender-{flow['sender']}.jsonl")
                      if e.get("event") == "end"), None)
-        got = next((e for e in events(run_dir / f"receiver-{flow['receiver']}.jsonl")
+        got = next((e for e in read_events(run_dir / f"receiver-{flow['receiver']}.jsonl")
                     if e.get("event") == "end"), None)
         if sent is None or got is None:
             problems.append(f"{flow['sender']}->{flow['receiver']}: no end event")
@@ -369,14 +357,14 @@ def write_cwnd_trace(run_dir: Path, flows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(out, CWND_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         for flow in flows:
-            for event in events(run_dir / f"sender-{flow['sender']}.jsonl"):
+            for event in read_events(run_dir / f"sender-{flow['sender']}.jsonl"):
                 if event.get("event") == "sample":
                     writer.writerow({**event, "t_s": event["t"], "flow": flow["pair"],
                                      "proto": flow["proto"]})
 
 
 def receiver_samples(log: Path) -> list[tuple[float, float]]:
-    return sorted((e["t"], float(e["bytes"])) for e in events(log)
+    return sorted((e["t"], float(e["bytes"])) for e in read_events(log)
                   if e.get("event") == "sample" and "bytes" in e)
 
 

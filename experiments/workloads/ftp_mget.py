@@ -11,7 +11,6 @@ pcap (the deciding one), with the same interval from the client's own clock as a
 (a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -29,7 +28,7 @@ from .. import procedure
 from ..harness.profiles import SCTP_PROFILE
 from ..procedure import RunFailure
 from . import dataset
-from .base import Metric, Point, WorkloadError, require_programs
+from .base import Metric, Point, WorkloadError, read_events, require_programs
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
@@ -90,15 +89,7 @@ def profile_for(variant: str, tcp_profile: str) -> str:
 
 # -- the client's events and the intervals --------------------------------------------------------
 def client_events(run_dir: Path) -> list[dict[str, Any]]:
-    events = []
-    log = run_dir / "client.jsonl"
-    if log.exists():
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return events
+    return read_events(run_dir / "client.jsonl")
 
 
 def client_interval(events: list[dict[str, Any]], interval: str) -> float | None:
