@@ -242,21 +242,24 @@ def sections(results: ResultSet, report: Report, log_scale: bool) -> list[tuple[
 
 
 def _tables_html(results: ResultSet) -> str:
+    """The study's two tables: one per set of bottlenecks (the published one, and the second
+    at 0.2 Mbit/s), a row per number of flows and TCP profile."""
     rates = _rates(results)
     parts = ["<p>Per point: mean over the runs that count, ± the half-width of the 90% "
              "Student-t interval (summary.csv; also <a href=\"fairness.csv\">fairness.csv</a>)."
              " Utilization is the payload the flows delivered in the steady state over the "
              "bottleneck's rate.</p>"]
-    for profile in sorted({str(r.get("profile")) for r in results.summary}):
+    for series in dict.fromkeys(series_of(str(r.get("bottleneck"))) for r in _rows(results)):
         rows = []
-        for row in (r for r in _rows(results) if str(r.get("profile")) == profile):
+        mine = [r for r in results.summary if series_of(str(r.get("bottleneck"))) == series]
+        for row in sorted(mine, key=lambda r: (r.get("pairs", 0), str(r.get("profile")))):
             rate = rates.get(str(row.get("bottleneck")))
-            rows.append([row.get("bottleneck"), row.get("pairs"),
-                         f"{rate / 1e6:g}" if rate else "", row.get("n"),
+            rows.append([row.get("pairs"), row.get("bottleneck"),
+                         f"{rate / 1e6:g}" if rate else "", row.get("profile"), row.get("n"),
                          *[_cell(row, metric) for metric, _ in METRICS], row.get("status")])
-        parts.append(f"<h3>TCP profile {html.esc(profile)}</h3>" + html.table(
-            ["bottleneck", "flows", "Mbit/s", "runs", *[label for _, label in METRICS],
-             "status"], rows))
+        parts.append(f"<h3>Bottlenecks {html.esc(series)}-n</h3>" + html.table(
+            ["flows", "bottleneck", "Mbit/s", "TCP profile", "runs",
+             *[label for _, label in METRICS], "status"], rows))
     return "".join(parts)
 
 
