@@ -1,8 +1,9 @@
 """ftpc --bind ADDR: the control connection and every data connection (passive connects,
 active listeners) use ADDR as their local address. On the host over TCP with the plain and
-the ASan build (127.0.0.2 is local there); over SCTP inside the pinned kernel, where an
-unbound client announces every local address in its INIT (a management network included)
-and a bound one announces ADDR only and sends nothing over the other network."""
+the ASan build (127.0.0.2 is local there); over SCTP inside the pinned kernel, on the path
+topology with the emulated nodes' management network beside it, where an unbound client
+announces every local address in its INIT (the management address included) and a bound one
+announces ADDR only and sends nothing over the other network."""
 import json
 import subprocess
 from pathlib import Path
@@ -10,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.ftp import ftphelp
-from tests.ftp.kernel import run_in_kernel
+from tests.ftp.kernel import run_job
+from topology.net.addresses import CLIENT_IP, SERVER_IP
 
-JOB = Path(__file__).with_name("bind_job.sh")
-BOUND = "10.0.0.11"          # the client's second experiment address
-MGMT = "192.168.0.1"         # the client's management address
+JOB = Path(__file__).with_name("bind_job.py")
+BOUND = "10.0.1.11"          # the client's second experiment address (bind_job.BOUND)
 N_FILES = 3
 
 
@@ -66,11 +67,19 @@ def job(built, tmp_path_factory):
     work = tmp_path_factory.mktemp("bind")
     (work / "root").mkdir()
     sums = ftphelp.make_tree(work / "root", nsmall=N_FILES, big=())
-    bins = " ".join(str(ftphelp.IMPL / b) for b in ftphelp.KERNEL_BUILDS)
-    r = run_in_kernel(["sh", str(JOB)], timeout=400, env={"BINS": bins, "WORK": work})
+    r = run_job(JOB, work, *(ftphelp.IMPL / b for b in ftphelp.KERNEL_BUILDS), timeout=600)
     joblog = (work / "job.log").read_text() if (work / "job.log").exists() else ""
     assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stderr}\n{joblog}"
     return work, sums
+
+
+def state(work):
+    return json.loads((work / "job.json").read_text())
+
+
+def mgmt_address(work):
+    """The client's management address (the emulated inventory's, as the job set it up)."""
+    return state(work)["management"]["nodes"]["client"]
 
 
 def packets(pcap, display_filter, *fields):
@@ -91,8 +100,7 @@ def init_addresses(pcap, sender, chunk):
 
 
 def check_download(work, sums, name):
-    assert (work / f"rc-{name}").read_text().strip() == "0", \
-        (work / f"err-{name}.txt").read_text()
+    assert state(work)["rc"][name] == 0, (work / f"err-{name}.txt").read_text()
     got = {p.name: ftphelp.sha256(p) for p in (work / f"dl-{name}").iterdir()}
     assert got == sums
 
@@ -107,10 +115,10 @@ def test_unbound_sctp_announces_the_management_address(job, build):
     work, sums = job
     name = f"{build}-unbound-sctp-naive"
     check_download(work, sums, name)
-    inits = init_addresses(work / f"{name}.exp.pcap", "10.0.0.1", 1)
+    inits = init_addresses(work / f"{name}.exp.pcap", CLIENT_IP, 1)
     assert len(inits) == N_FILES + 2                 # control, NLST, one per file
     # this is what --bind is for: the association would also run over the other network
-    assert all(MGMT in listed for _, listed in inits), inits
+    assert all(mgmt_address(work) in listed for _, listed in inits), inits
 
 
 @pytest.mark.parametrize("build", ftphelp.KERNEL_BUILDS)
@@ -123,7 +131,7 @@ def test_bound_sctp_announces_only_the_bound_address(job, build, variant, associ
     inits = init_addresses(pcap, BOUND, 1)
     assert len(inits) == associations
     assert all(listed <= {BOUND} for _, listed in inits), inits
-    assert packets(pcap, "sctp && ip.src == 10.0.0.1") == []   # the unbound address is unused
+    assert packets(pcap, f"sctp && ip.src == {CLIENT_IP}") == []   # the unbound address is unused
     no_traffic(work / f"{name}.mgmt.pcap")
 
 
@@ -147,12 +155,12 @@ def test_bound_active_listener(job, build, variant):
     pcap = work / f"{name}.exp.pcap"
     if variant == "tcp":
         to_client = packets(pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 0 && "
-                                  "ip.src == 10.0.0.2", "ip.dst")
+                                  f"ip.src == {SERVER_IP}", "ip.dst")
         assert len(to_client) == N_FILES + 1 and {d for (d,) in to_client} == {BOUND}
     else:
         # the server opens each data association to the bound address, and the client's
         # answer lists no other
-        assert len(init_addresses(pcap, "10.0.0.2", 1)) == N_FILES + 1
+        assert len(init_addresses(pcap, SERVER_IP, 1)) == N_FILES + 1
         acks = init_addresses(pcap, BOUND, 2)
         assert len(acks) == N_FILES + 1 and all(listed <= {BOUND} for _, listed in acks), acks
     no_traffic(work / f"{name}.mgmt.pcap")

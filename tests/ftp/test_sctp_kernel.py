@@ -1,23 +1,25 @@
-"""All four variants inside the pinned kernel (SCTP exists only there): mget
-of 100 small and of 3 large files, byte-identical; connections and
-associations counted in real pcaps; 10% loss; associations aborted
-mid-file.  One kernel boot per build runs everything (sctp_job.sh); the
-tests below check what it left behind."""
+"""All four variants inside the pinned kernel (SCTP exists only there), on the path topology
+(client, router, server): mget of 100 small and of 3 large files, byte-identical; connections
+and associations counted in real pcaps; 10% loss; associations aborted mid-file. One kernel
+boot per build runs everything (sctp_job.py, through experiments/procedure.py); the tests
+below check what it left behind."""
 import json
 import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.ftp import ftphelp
-from tests.ftp.kernel import run_in_kernel
+from tests.ftp.kernel import run_job
+from topology.net.addresses import CLIENT_IP, SERVER_IP
 
 VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"]
-JOB = Path(__file__).with_name("sctp_job.sh")
+JOB = Path(__file__).with_name("sctp_job.py")
 N_SMALL, N_BIG, N_LOSS = 100, 3, 20
 
 
@@ -47,11 +49,15 @@ def job(request, built, tmp_path_factory):
         assert shutil.which(tool) or os.path.exists(f"/usr/sbin/{tool}"), f"{tool} is required"
     work = tmp_path_factory.mktemp(f"sctp-{request.param}")
     sums = _tree(work)
-    r = run_in_kernel(["sh", str(JOB)], timeout=400,
-                      env={"BIN": ftphelp.IMPL / request.param, "WORK": work})
+    r = run_job(JOB, ftphelp.IMPL / request.param, work, timeout=600)
     assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stdout}\n{r.stderr}\n" + \
         ((work / "job.log").read_text() if (work / "job.log").exists() else "")
     return work, sums
+
+
+def state(work):
+    """What the job recorded: exit statuses, the server's descriptors and its end."""
+    return json.loads((work / "job.json").read_text())
 
 
 def events(work, name):
@@ -59,11 +65,12 @@ def events(work, name):
 
 
 def rc(work, name):
-    return int((work / f"rc-{name}").read_text())
+    return state(work)["rc"][name]
 
 
 def check_run(work, sums, name, folder, nfiles):
-    assert rc(work, name) == 0, (work / f"err-{name}.txt").read_text()
+    assert rc(work, name) == 0, (work / f"err-{name}.txt").read_text() + \
+        state(work)["failures"].get(name, "")
     got = sorted(p.name for p in (work / f"dl-{name}").iterdir())
     want = sorted(k.split("/")[1] for k in sums if k.startswith(folder + "/"))
     assert got == want and len(got) == nfiles
@@ -76,7 +83,7 @@ def check_run(work, sums, name, folder, nfiles):
     return ev
 
 
-def opened(pcap, by="10.0.0.1"):
+def opened(pcap, by=CLIENT_IP):
     """(TCP connections, SCTP associations) opened by host `by` (default the
     client): distinct port pairs of its SYNs and INIT chunks."""
     stats = pcap.with_suffix(".tcpdump").read_text()
@@ -101,7 +108,7 @@ def opened(pcap, by="10.0.0.1"):
 
 def data_streams(pcap):
     """Stream ids of DATA chunks sent by the server."""
-    r = subprocess.run(["tshark", "-r", str(pcap), "-Y", "ip.src==10.0.0.2 && sctp.data_sid",
+    r = subprocess.run(["tshark", "-r", str(pcap), "-Y", f"ip.src=={SERVER_IP} && sctp.data_sid",
                         "-T", "fields", "-e", "sctp.data_sid"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -165,23 +172,25 @@ def test_association_aborted_mid_file(job, variant):
     assert len(err.strip().splitlines()) == 1 and any(x in err for x in reasons), err
     assert not (work / f"dl-abort-{variant}" / "huge.bin").exists()
     r = subprocess.run(["tshark", "-r", str(work / f"abort-{variant}.pcap"), "-Y",
-                        "sctp.chunk_type==6 && ip.src==10.0.0.2", "-T", "fields", "-e", "frame.number"],
+                        f"sctp.chunk_type==6 && ip.src=={SERVER_IP}", "-T", "fields",
+                        "-e", "frame.number"],
                        capture_output=True, text=True, timeout=60)
     assert r.stdout.split(), "no ABORT chunk from the server in the pcap"
-    assert int((work / f"rc-kill-{variant}").read_text()) == 137
+    assert rc(work, f"kill-{variant}") == -signal.SIGKILL
 
 
 def test_server_survives_and_keeps_no_fds(job):
     work, sums = job
     check_run(work, sums, "after-sctp-ms-cp", "big", N_BIG)
     check_run(work, sums, "after-sctp-naive", "big", N_BIG)
-    assert (work / "ftpd-alive").read_text().strip() == "alive"
-    assert (work / "ftpd-fds-before").read_text() == (work / "ftpd-fds-after").read_text()
+    job = state(work)
+    assert job["ftpd_alive"] is True
+    assert job["ftpd_fds_before"] == job["ftpd_fds_after"]
     log = (work / "ftpd.log").read_text()
     assert "ABORT association after failed transfer" in log
     assert "bytes: No data available" in log      # the file shrank under the server
     assert "FAIL RETR abort/huge.bin" in log
-    err = (work / "ftpd.err").read_text()
+    err = (work / "ftpd.out").read_text()      # its stdout and stderr
     assert "AddressSanitizer" not in err and "runtime error" not in err, err
 
 
@@ -192,7 +201,7 @@ def test_active_mode_over_sctp(job):
     assert "PORT" in cmds and "PASV" not in cmds
     # the client opens the control association; the server every data one
     assert opened(work / "active-sctp-naive.pcap") == (0, 1)
-    assert opened(work / "active-sctp-naive.pcap", by="10.0.0.2") == (0, N_BIG + 1)
+    assert opened(work / "active-sctp-naive.pcap", by=SERVER_IP) == (0, N_BIG + 1)
 
 
 @pytest.mark.parametrize("variant", ["sctp-ms", "sctp-naive"])

@@ -50,14 +50,15 @@ RUNS_PER_POINT = 3
 
 
 def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(PYTHONPATH=str(REPO), SETUPTOOLS_USE_DISTUTILS="stdlib", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_PIPELINING="1", ANSIBLE_RETRY_FILES_ENABLED="0")
+    """No PYTHONPATH: the playbooks run `python3 -m testbed` from the checkout's root."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ANSIBLE_") and k != "PYTHONPATH"}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_PIPELINING="1", ANSIBLE_RETRY_FILES_ENABLED="0")
     return env
 
 
 def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "experiments.harness", *args], cwd=REPO,
+    return subprocess.run([PYTHON, "-m", "testbed", *args], cwd=REPO,
                           env=environment(), capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,12 +1,17 @@
 """The deployment playbooks without nodes: every playbook parses against both inventories,
-ansible-lint passes, and the controller's steps (tc file, source and data set archives, the
-emulated inventory) agree with the code the emulated testbed runs."""
+ansible-lint passes, the controller's steps (tc file, source and data set archives, the
+emulated inventory) agree with the code the emulated testbed runs, and the nodes' steps are the
+harness's run procedure (experiments/procedure.py), whose command line works on a host that
+has nothing of the testbed but that one file."""
 from __future__ import annotations
 
 import base64
 import io
 import json
 import os
+import re
+import shutil
+import socket
 import subprocess
 import tarfile
 from pathlib import Path
@@ -14,8 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.harness import dataset
-from topology.deploy import controller
+from experiments import procedure
+from experiments.deploy import controller
+from experiments.workloads import dataset
 from topology.net import shaping
 from topology.net.base import OFFLOADS_OFF
 from topology.net.management import read_plan, sshd_config
@@ -152,3 +158,140 @@ def test_unpack_refuses_paths_outside(tmp_path):
     with pytest.raises(ValueError, match="refusing"):
         controller.unpack(bundle, tmp_path / "run")
     assert not (tmp_path / "outside.txt").exists()
+
+
+def tasks(path: Path) -> list[dict]:
+    """Every task of a task file, those inside blocks included."""
+    found = []
+    for task in yaml.safe_load(path.read_text()) or []:
+        found.append(task)
+        for part in ("block", "rescue", "always"):
+            found += task.get(part, [])
+    return found
+
+
+def test_node_steps_are_the_run_procedure():
+    """The point role starts, waits for, runs and stops the programs only through
+    experiments/procedure.py (Ansible's script module copies it to the node): no shell of its
+    own, no program started any other way."""
+    role = PLAYBOOKS / "roles" / "point" / "tasks"
+    steps = {}
+    for name in ("server_start.yml", "client_run.yml", "server_stop.yml"):
+        for task in tasks(role / name):
+            assert "ansible.builtin.shell" not in task, (name, task["name"])
+            if "ansible.builtin.script" in task:
+                script = task["ansible.builtin.script"]
+                command = script["cmd"].split()
+                assert command[0] == "{{" and command[1] == "testbed_procedure", task["name"]
+                assert script["executable"] == "{{ testbed_node_python }}"
+                steps[task["name"]] = command[5]     # after `{{ testbed_procedure | quote }}`
+    assert steps == {"Start the FTP server": "ftp-server", "Start the capture": "capture",
+                     "Download the data set": "ftp-client", "Stop the capture": "stop",
+                     "Stop the FTP server": "stop"}
+    defaults = yaml.safe_load((PLAYBOOKS / "roles/testbed_common/defaults/main.yml").read_text())
+    assert defaults["testbed_procedure"] == "{{ testbed_repo }}/experiments/procedure.py"
+
+
+def test_controller_steps_run_the_testbed_command_from_the_checkout():
+    """`python3 -m testbed ...` from the checkout's root: no PYTHONPATH anywhere, and no
+    entry point that is gone."""
+    steps = []
+    for path in sorted(PLAYBOOKS.rglob("*.yml")):
+        text = path.read_text()
+        assert "PYTHONPATH" not in text, path
+        assert not re.search(r"experiments\.harness|topology\.deploy|-m, topology", text), path
+        for task in tasks(path) if path.parent.name == "tasks" else []:
+            command = task.get("ansible.builtin.command", {})
+            argv = command.get("argv", [])
+            if "testbed" in (argv if isinstance(argv, list) else [argv]) or \
+                    "'testbed'" in str(argv):
+                assert command.get("chdir") in ("{{ testbed_repo }}", "{{ fanout_repo }}"), \
+                    (path, task["name"])
+                steps.append(task["name"])
+    assert len(steps) == 11, steps   # controller: tc, source, dataset, analyse; fan-out: 7
+
+
+@pytest.fixture
+def lone_procedure(tmp_path) -> Path:
+    """procedure.py alone in a folder, as the script module leaves it on a node."""
+    copy = tmp_path / "node" / "procedure.py"
+    copy.parent.mkdir()
+    shutil.copy(procedure.__file__, copy)
+    return copy
+
+
+def node_step(script: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["/usr/bin/python3", "-I", str(script), *args], cwd=script.parent,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_procedure_command_line_on_a_bare_host(lone_procedure, tmp_path):
+    """The steps the point role runs, on this host over TCP (no SCTP here): a server started
+    and waited for, a capture, the client's session, the stops; only the standard library
+    (python3 -I: no project on the path)."""
+    build = REPO / "ftp-impl" / "build"
+    if not (build / "ftpd").exists():
+        pytest.skip("the FTP programs are not built (make build)")
+    for tool in ("tcpdump", "tshark"):
+        assert shutil.which(tool), f"{tool} is required"
+    root = tmp_path / "data"
+    sums = dataset.ensure(root, 3000, 3, 1)
+    run, port = tmp_path / "run", free_port()
+    # ftp-server would also listen on SCTP, which this kernel may lack: `start` with its
+    # command line minus SCTP, as the role's `ftp-server` starts it
+    argv = procedure.ftp_server_argv(str(build / "ftpd"), str(sums.root), "127.0.0.1",
+                                     str(run / "ftpd.log"), 60, port)
+    cut = argv.index("--sctp")
+    (run / "downloads").mkdir(parents=True)
+    (run / "downloads" / "stale.dat").write_text("an earlier attempt's")
+    server = node_step(lone_procedure, "start", "ftpd", "--dir", str(run), "--fresh", "--",
+                       *argv[:cut], *argv[cut + 2:])
+    assert server.returncode == 0, server.stderr
+    try:
+        capture = node_step(lone_procedure, "capture", "capture", "--dir", str(run), "--iface",
+                            "lo", "--pcap", str(run / "client.pcap"))
+        assert capture.returncode == 0, capture.stderr
+        assert not (run / "downloads").exists()       # --fresh emptied the run's folder
+        client = node_step(lone_procedure, "ftp-client", "client", "--dir", str(run), "--ftpc",
+                           str(build / "ftpc"), "--variant", "tcp", "--bind", "127.0.0.1",
+                           "--server", "127.0.0.1", "--port", str(port), "--out",
+                           str(run / "downloads"), "--timeout", "30", "--", "mget", "*")
+        assert client.returncode == 0, client.stderr + (run / "client.err").read_text()
+        stopped = node_step(lone_procedure, "stop", "capture", "--dir", str(run), "--signal",
+                            "INT", "--settle", "0.2")
+        assert stopped.returncode == 0, stopped.stderr
+    finally:
+        assert node_step(lone_procedure, "stop", "ftpd", "--dir", str(run)).returncode == 0
+    assert dataset.verify_download(run / "downloads", sums.digests) == []
+    events = [json.loads(line) for line in (run / "client.jsonl").read_text().splitlines()]
+    assert events[-1]["status"] == "ok"
+    assert "ready" in (run / "ftpd.out").read_text().splitlines()
+    assert "listening on lo" in (run / "capture.tcpdump").read_text()
+    assert not (run / "ftpd.pid").exists() and not (run / "capture.pid").exists()
+    # the session is in the capture: its control connection's 226 replies, one per file and
+    # the listing's
+    replies = subprocess.run(["tshark", "-r", str(run / "client.pcap"), "-n", "-Y",
+                              f"tcp.srcport == {port} && ftp.response.code == 226",
+                              "-d", f"tcp.port=={port},ftp", "-T", "fields",
+                              "-e", "frame.number"], capture_output=True, text=True, timeout=60)
+    assert len(replies.stdout.split()) == 4, replies.stderr
+
+
+def test_run_procedure_refuses_what_it_cannot_do(lone_procedure, tmp_path):
+    """A program that never says ready and one that outlives its limit are stopped and fail
+    the step; stopping what was never started fails too."""
+    run = tmp_path / "run"
+    late = node_step(lone_procedure, "start", "late", "--dir", str(run), "--timeout", "1",
+                     "--", "sleep", "30")
+    assert late.returncode == 1 and "not ready within 1 s" in late.stderr
+    slow = node_step(lone_procedure, "run", "slow", "--dir", str(run), "--timeout", "1", "--",
+                     "sleep", "30")
+    assert slow.returncode == 1 and "ran past 1 s" in slow.stderr
+    never = node_step(lone_procedure, "stop", "never", "--dir", str(run))
+    assert never.returncode == 1 and "nothing started as never" in never.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
