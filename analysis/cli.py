@@ -16,9 +16,8 @@ from experiments.tshark import TsharkError
 from experiments.tshark.ftp import over_sctp
 from topology.kernel.base import default_results_root
 
-from . import report, results
-from .ftp_mget import LUA_DISSECTOR, speedup
-from .ftp_mget.points import FtpResults
+from . import results
+from .wireshark import DISSECTOR
 
 ERRORS = (results.ResultError, TsharkError, KeyError)
 
@@ -57,10 +56,15 @@ def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) ->
 
 def handle(args: argparse.Namespace) -> int:
     if args.command == "decode":
-        for line in over_sctp(args.pcap, LUA_DISSECTOR):
+        for line in over_sctp(args.pcap, DISSECTOR):
             print(f"{line.frame:6d} {line.variant:11s} stream {line.stream} {line.role:7s} "
                   f"{' '.join(line.commands)} {' '.join(map(str, line.reply_codes))}")
         return 0
+    # matplotlib and scipy load only for the commands that draw or compute
+    from . import report
+    from .ftp_mget import speedup
+    from .ftp_mget.points import FtpResults
+
     result_set = results.load(result_folder(args.experiment, args.results))
     if args.command == "speedup":
         if result_set.workload != "ftp-mget":

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from statistics import fmean, stdev
+from types import ModuleType
+from typing import Any
 
-from scipy import stats as scipy_stats
-from scipy.stats import t as student_t
+
+@cache
+def _scipy_stats() -> ModuleType:
+    """scipy.stats, loaded on first use: importing it costs a second on the host and several
+    in the pinned kernel, and most commands never need it."""
+    from scipy import stats
+    return stats
+
+
+def _student_t() -> Any:
+    return _scipy_stats().t
 
 
 @dataclass(frozen=True)
@@ -31,7 +43,7 @@ def interval(samples: list[float], confidence: float = 0.90) -> Interval:
     if n == 1:
         return Interval(1, mean, math.nan, math.inf, confidence)
     sd = stdev(samples)
-    half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    half = float(_student_t().ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
     return Interval(n, mean, sd, half, confidence)
 
 
@@ -51,7 +63,7 @@ def runs_still_needed(samples: list[float], confidence: float, target_fraction: 
         return 0
     if not ci.mean or math.isnan(ci.sd):
         return min(1, maximum - n)
-    z = float(student_t.ppf(0.5 + confidence / 2, n - 1))
+    z = float(_student_t().ppf(0.5 + confidence / 2, n - 1))
     wanted = math.ceil((z * ci.sd / (target_fraction * ci.mean)) ** 2)
     # at least one more, at most doubling per round so a noisy estimate cannot overshoot much
     return max(1, min(wanted - n, n, maximum - n))
@@ -66,7 +78,7 @@ def welch_p(a: list[float], b: list[float]) -> float | None:
     deterministic clock has none to test against)."""
     if len(a) < 2 or len(b) < 2 or constant(a) or constant(b):
         return None
-    return float(scipy_stats.ttest_ind(a, b, equal_var=False).pvalue)
+    return float(_scipy_stats().ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def anova_p(groups: list[list[float]]) -> float | None:
@@ -75,4 +87,4 @@ def anova_p(groups: list[list[float]]) -> float | None:
     groups = [g for g in groups if len(g) > 1]
     if len(groups) < 2 or all(constant(g) for g in groups):
         return None
-    return float(scipy_stats.f_oneway(*groups).pvalue)
+    return float(_scipy_stats().f_oneway(*groups).pvalue)

@@ -30,6 +30,9 @@ from topology import cli as topology_cli  # noqa: E402
 LAYERS = (harness_cli, analysis_cli, topology_cli, benchmarks_cli, deploy_cli)
 # Commands that run something after `--` take everything behind it verbatim.
 PASSTHROUGH = ("kernel", "net")
+# Commands that hand their options on to a program of their own (`testbed controller tc
+# --rate ...`, `testbed bench virtual-clock --e1`): how many words name them.
+FORWARDING = {"controller": 1, "deploy-emulated": 1, "bench": 2}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,10 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Options before `--`, the command to run after it (for `kernel` and `net`)."""
-    if "--" in argv and argv and argv[0] in PASSTHROUGH:
+    """What argparse reads, and what goes on verbatim: for `kernel` and `net` the command
+    after `--`; for a forwarding command everything after its name (but its own --help)."""
+    if argv and argv[0] in PASSTHROUGH and "--" in argv:
         cut = argv.index("--")
         return argv[:cut], argv[cut + 1:]
+    words = FORWARDING.get(argv[0], 0) if argv else 0
+    if words and len(argv) > words and argv[words - 1] not in ("-h", "--help"):
+        return argv[:words], argv[words:]
     return argv, []
 
 
@@ -68,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     options, command = split_command(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(options)
     args.argv = command
+    if args.command in FORWARDING:
+        args.options = command
     errors = tuple(error for layer in LAYERS for error in layer.ERRORS)
     try:
         return args.handler(args)

@@ -8,7 +8,6 @@ runs from their pcaps.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
@@ -152,5 +151,3 @@ def pcap_note() -> str:
     return ("<p>Open a pcap in Wireshark with FTP over SCTP decoded: "
             "<code>wireshark -X lua_script:analysis/wireshark/ftp_sctp.lua FILE</code>.</p>")
 
-
-LUA_DISSECTOR = Path(__file__).resolve().parents[1] / "wireshark" / "ftp_sctp.lua"

@@ -17,9 +17,8 @@ ERRORS: tuple[type[Exception], ...] = ()
 def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
     bench = command("bench", "run a benchmark: prints measured numbers, writes "
                              "results/bench-<name>.json", "testbed bench virtual-clock --e1")
-    bench.add_argument("name", choices=BENCHMARKS)
-    bench.add_argument("options", nargs=argparse.REMAINDER,
-                       help="the benchmark's own options (testbed bench NAME --help)")
+    bench.add_argument("name", choices=BENCHMARKS,
+                       help="then the benchmark's own options (testbed bench NAME --help)")
     bench.set_defaults(handler=handle)
 
 

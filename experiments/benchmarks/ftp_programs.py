@@ -91,7 +91,7 @@ def in_kernel(programs: Path, work: Path, reps: int, bulk_mb: int) -> dict[str, 
         ref = res["iperf3"]["tcp" if v == "tcp" else "sctp"]["runs"]
         # ratio within each repetition (same host load), then the median
         res["ftp_bulk"][v]["fraction_of_iperf3"] = statistics.median(
-            f / i for f, i in zip(res["ftp_bulk"][v]["runs"], ref))
+            f / i for f, i in zip(res["ftp_bulk"][v]["runs"], ref, strict=True))
     return res
 
 
@@ -223,7 +223,8 @@ def print_table(out: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testbed bench ftp", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="example:\n  testbed bench ftp --reps 5")
     parser.add_argument("--reps", type=int, default=5, help="repetitions (default 5)")
     parser.add_argument("--bulk-mb", type=int, default=64,
                         help="MiB of the bulk file and of each iperf3 transfer (default 64)")

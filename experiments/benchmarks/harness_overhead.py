@@ -63,7 +63,9 @@ def measure(experiment: spec.Experiment, workers: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(prog="testbed bench harness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="example:\n  testbed bench harness --runs 20")
     parser.add_argument("--runs", type=int, default=100, help="runs of the one-second transfer")
     parser.add_argument("--out", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)

@@ -280,10 +280,14 @@ def run(workers: int, batches: int, with_e1: bool, output: Path) -> dict[str, An
     return report
 
 
+EXAMPLE = "example:\n  testbed bench virtual-clock --e1 --workers 2"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testbed bench virtual-clock",
                                      description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EXAMPLE)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batches", type=int, default=DEFAULT_BATCHES,
                         help="independent batches per clock (at least 2)")

@@ -333,7 +333,8 @@ def run(reps: int = 5, quick: bool = False, output: Path = DEFAULT_OUTPUT,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testbed bench virtual-links",
                                      description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="example:\n  testbed bench virtual-links --reps 5")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per point (default 5)")
     parser.add_argument("--quick", action="store_true", help="smaller transfers (for tests)")
     parser.add_argument("--paths", nargs="+", choices=list(E1_PATHS), default=None)

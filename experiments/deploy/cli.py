@@ -17,13 +17,9 @@ ERRORS: tuple[type[Exception], ...] = (BackendError,)
 def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
     emulated = command("deploy-emulated", "deploy with Ansible to the emulated nodes over SSH "
                        "and run one point", "testbed deploy-emulated --variant sctp-ms")
-    emulated.add_argument("options", nargs=argparse.REMAINDER,
-                          help="see testbed deploy-emulated -- --help")
     controller = command("controller", "a step the playbooks run on the controller",
                          "testbed controller tc --up-dev eth1 --down-dev eth0 --rate 1Mbit "
                          "--delay 35ms --out shape.batch")
-    controller.add_argument("options", nargs=argparse.REMAINDER,
-                            help="the step and its options (testbed controller --help)")
     emulated.set_defaults(handler=_emulated)
     controller.set_defaults(handler=_controller)
 

@@ -171,7 +171,8 @@ def mgmt_traffic(capture: Path, port: int) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="testbed controller",
                                      description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EXAMPLE)
     sub = parser.add_subparsers(dest="step", required=True)
     tc = sub.add_parser("tc", help="the router's tc -batch file")
     tc.add_argument("--up-dev", required=True, help="egress toward the server")
@@ -195,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("pcap", type=Path)
     check.add_argument("--port", type=int, default=22)
     return parser
+
+
+EXAMPLE = ("example:\n  testbed controller tc --up-dev eth1 --down-dev eth0 --rate 1Mbit "
+           "--delay 35ms --out shape.batch")
 
 
 def main(argv: list[str] | None = None) -> int:

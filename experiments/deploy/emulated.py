@@ -95,10 +95,14 @@ def describe(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+EXAMPLE = "example:\n  testbed deploy-emulated --variant sctp-ms --loss 0.03"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="testbed deploy-emulated",
                                      description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=EXAMPLE)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--variant", choices=("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"))
     for name in ("rate", "delay", "loss", "queue"):

@@ -250,7 +250,8 @@ class FtpMget:
             record["client_status"] = procedure.run(
                 client.popen, procedure.ftp_client_argv(order["ftpc"], order["variant"],
                                                         SERVER_IP, str(download), timeout_s),
-                run_dir / "client.jsonl", run_dir / "client.err", timeout_s + 30)
+                run_dir / "client.jsonl", run_dir / "client.err",
+                timeout_s + procedure.RUN_GRACE_S)
             record["client_wall_s"] = time.monotonic() - started
             mark("client")
             if record["client_status"] != 0:

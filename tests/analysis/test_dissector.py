@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from analysis.ftp_mget import LUA_DISSECTOR
+from analysis.wireshark import DISSECTOR
 from experiments.tshark import fields
 from experiments.tshark.ftp import over_sctp
 
@@ -24,7 +24,7 @@ def test_commands_and_replies_on_the_right_stream(tiny_results, variant):
     captures = pcaps(tiny_results, variant)
     assert captures
     for pcap in captures:
-        lines = over_sctp(pcap, LUA_DISSECTOR)
+        lines = over_sctp(pcap, DISSECTOR)
         assert lines, f"nothing decoded in {pcap}"
         control = [line for line in lines if line.role == "control"]
         data = [line for line in lines if line.role == "data"]
@@ -52,7 +52,7 @@ def test_builtin_ftp_fields_and_data_bytes(tiny_results):
     FTP data adds up to the files and the listing announced by the 150 replies."""
     pcap = pcaps(tiny_results, "sctp-ms")[0]
     argv = ["tshark", "-2", "-r", str(pcap), "-n", "-X",
-            f"lua_script:{LUA_DISSECTOR}", "-Y", "ftpsctp", "-T", "fields",
+            f"lua_script:{DISSECTOR}", "-Y", "ftpsctp", "-T", "fields",
             "-E", "occurrence=a", "-E", "aggregator=|", "-e", "ftp.request.command",
             "-e", "ftp.response.code", "-e", "ftpsctp.data_length",
             "-e", "ftpsctp.announced_bytes"]
@@ -71,7 +71,7 @@ def test_builtin_ftp_fields_and_data_bytes(tiny_results):
 def test_tcp_pcaps_decode_with_the_builtin_ftp(tiny_results):
     pcap = pcaps(tiny_results, "tcp")[0]
     rows = fields(pcap, ["ftp.request.command"], "ftp.request",
-                  ("-X", f"lua_script:{LUA_DISSECTOR}"))
+                  ("-X", f"lua_script:{DISSECTOR}"))
     commands = [r[0] for r in rows]
     assert commands.count("RETR") == FILES and "NLST" in commands
-    assert not over_sctp(pcap, LUA_DISSECTOR)          # the Lua dissector leaves TCP alone
+    assert not over_sctp(pcap, DISSECTOR)          # the Lua dissector leaves TCP alone

@@ -78,7 +78,8 @@ class Ftpd:
 
     def __init__(self, bindir, root, *args, tmp=None):
         self.log = Path(tmp or root).parent / f"ftpd-{os.getpid()}-{time.monotonic_ns()}.log"
-        self.errfile = open(str(self.log) + ".stderr", "w+")
+        # kept open for ftpd's whole life; closed by stop()
+        self.errfile = open(str(self.log) + ".stderr", "w+")  # noqa: SIM115
         env = dict(os.environ, **SAN_ENV)
         self.proc = subprocess.Popen(
             [str(Path(bindir) / "ftpd"), "--root", str(root), "--tcp", "127.0.0.1:0",

@@ -6,8 +6,6 @@ import struct
 import threading
 import time
 
-import pytest
-
 from tests.ftp import ftphelp
 from tests.ftp.ftphelp import Ctl
 
@@ -112,7 +110,8 @@ def test_commands_before_login(ftpd, tree):
     s = ftpd()
     c = Ctl(s.port)
     assert c.reply()[0] == 220
-    for cmd in ["LIST", "RETR s000.dat", "PASV", "CWD /", "SIZE s000.dat", "STOR x", "PORT 127,0,0,1,4,1"]:
+    for cmd in ["LIST", "RETR s000.dat", "PASV", "CWD /", "SIZE s000.dat", "STOR x",
+                "PORT 127,0,0,1,4,1"]:
         assert c.cmd(cmd)[0] == 530, cmd
     assert c.cmd("PASS x")[0] == 503
     c.close()
@@ -276,7 +275,8 @@ def test_ftpc_short_file_is_not_left_complete(bindir, tmp_path):
         data.close()
 
     port = fake_server(script)
-    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--out", tmp_path, f"127.0.0.1:{port}", "get", "f")
+    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--out", tmp_path, f"127.0.0.1:{port}",
+                         "get", "f")
     assert r.returncode == 1
     assert "short file: 50 of 100 bytes" in r.stderr
     assert not (tmp_path / "f").exists() and (tmp_path / "f.part").exists()

@@ -61,7 +61,8 @@ def state(work):
 
 
 def events(work, name):
-    return [json.loads(l) for l in (work / f"ev-{name}.jsonl").read_text().splitlines() if l]
+    return [json.loads(line) for line in (work / f"ev-{name}.jsonl").read_text().splitlines()
+            if line]
 
 
 def rc(work, name):
@@ -91,7 +92,8 @@ def opened(pcap, by=CLIENT_IP):
     received = int(re.search(r"(\d+) packets received by filter", stats).group(1))
     assert "0 packets dropped by kernel" in stats and captured == received, stats
     r = subprocess.run(["tshark", "-r", str(pcap), "-Y",
-                        f"ip.src=={by} && ((tcp.flags.syn==1 && tcp.flags.ack==0) || sctp.chunk_type==1)",
+                        f"ip.src=={by} && ((tcp.flags.syn==1 && tcp.flags.ack==0)"
+                        " || sctp.chunk_type==1)",
                         "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.dstport",
                         "-e", "sctp.srcport", "-e", "sctp.dstport"],
                        capture_output=True, text=True, timeout=120)
@@ -137,7 +139,7 @@ def test_connections_in_pcap(job, variant):
 def test_multistream_uses_two_streams(job, variant):
     work, _ = job
     assert data_streams(work / f"big-{variant}.pcap") == {0, 1}
-    assert data_streams(work / f"small-sctp-naive.pcap") == {0}
+    assert data_streams(work / "small-sctp-naive.pcap") == {0}
 
 
 def test_pipelining_sends_sizes_before_replies(job):

@@ -12,7 +12,8 @@ from tests.ftp import ftphelp
 
 def need(tool):
     path = shutil.which(tool) or (f"/usr/sbin/{tool}" if tool == "vsftpd" else None)
-    assert path and shutil.os.path.exists(path), f"{tool} is required for these tests (apt-get install {tool})"
+    assert path and shutil.os.path.exists(path), \
+        f"{tool} is required for these tests (apt-get install {tool})"
     return path
 
 
@@ -42,7 +43,8 @@ def test_curl_list_nlst_size(ftpd, tree):
     assert b"Content-Length: 1000000" in r.stdout
 
 
-@pytest.mark.parametrize("mode", [[], ["--disable-epsv"], ["-P", "-"], ["-P", "-", "--disable-eprt"]],
+@pytest.mark.parametrize("mode", [[], ["--disable-epsv"], ["-P", "-"],
+                                  ["-P", "-", "--disable-eprt"]],
                          ids=["epsv", "pasv", "eprt", "port"])
 def test_curl_download(ftpd, tree, tmp_path, mode):
     s = ftpd()
