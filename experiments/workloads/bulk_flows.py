@@ -104,7 +104,7 @@ class BulkFlows:
     run_columns = ("jain_index", "sctp_gain_pct", "utilization", "tcp_mbps", "sctp_mbps",
                    "flows", "pcap_disagreement", "flagged")
     summary_aliases: dict[str, str] = {}
-    analysis_version = 1
+    analysis_version = 2
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
@@ -396,11 +396,11 @@ def check_against_pcap(capture: Path, per_flow: list[dict[str, Any]], record: di
     for flow, acked in zip(per_flow, series, strict=True):
         back = record["links"][f"{flow['receiver']}-down"]["delay_s"] + \
             record["links"]["bottleneck-down"]["delay_s"] + offset
-        edges = [_closest(acked, t + back, count) for t, count in flow["edges"]]
-        if None in edges:
-            row["notes"].append(f"no acknowledgement of {flow['receiver']} in the pcap's window")
+        if not acked:
+            row["notes"].append(f"no acknowledgement of {flow['receiver']} in the pcap")
             worst = math.inf
             continue
+        edges = [_closest(acked, t + back, count) for t, count in flow["edges"]]
         flow["pcap_window_bytes"] = edges[1] - edges[0]
         worst = max(worst, abs(flow["pcap_window_bytes"] - flow["window_bytes"])
                     / max(flow["window_bytes"], 1))
@@ -413,12 +413,11 @@ def check_against_pcap(capture: Path, per_flow: list[dict[str, Any]], record: di
 
 
 def _closest(acked: list[tuple[float, int]], t: float, count: float,
-             slack_s: float = ACK_SLACK_S) -> float | None:
-    """The pcap's delivered bytes at t, or within slack after it, closest to `count`."""
+             slack_s: float = ACK_SLACK_S) -> float:
+    """The pcap's delivered bytes at t, or within slack after it, closest to `count`; nothing
+    acknowledged yet is nothing delivered (a flow still setting up when the window opens)."""
     before = [v for s, v in acked if s <= t]
-    if not before:
-        return None
-    candidates = [before[-1]] + [v for s, v in acked if t < s <= t + slack_s]
+    candidates = [before[-1] if before else 0] + [v for s, v in acked if t < s <= t + slack_s]
     return float(min(candidates, key=lambda v: abs(v - count)))
 
 
