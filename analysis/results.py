@@ -65,6 +65,16 @@ class ResultSet:
         return not self.missing() and not self.unfinished()
 
 
+def named_runs(runs: list[dict[str, Any]], run_ids: list[str], root: Path
+               ) -> list[dict[str, Any]]:
+    """The runs asked for by id, in that order; KeyError naming those runs.csv lacks."""
+    by_id = {r["run_id"]: r for r in runs}
+    missing = [r for r in run_ids if r not in by_id]
+    if missing:
+        raise KeyError(f"no such run in {root}/runs.csv: {', '.join(missing)}")
+    return [by_id[r] for r in run_ids]
+
+
 def number(text: Any) -> Any:
     """A CSV cell as a number where it is one (whole numbers as int); empty cells are NaN,
     words stay words."""

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from experiments.workloads.base import read_events  # noqa: E402
 
 from .. import html  # noqa: E402
-from ..results import FINISHED, ResultSet  # noqa: E402
+from ..results import FINISHED, ResultSet, named_runs  # noqa: E402
 
 if TYPE_CHECKING:
     from ..report import Report
@@ -98,12 +98,8 @@ def build_figures(results: ResultSet, log_scale: bool = False,
 def chosen_runs(results: ResultSet, run_ids: list[str] | None = None) -> list[dict[str, Any]]:
     """The runs whose traces are drawn: those asked for, else one: at the largest number of
     flows of the first profile, the run whose Jain's index is closest to its point's mean."""
-    by_id = {r["run_id"]: r for r in results.runs}
     if run_ids:
-        missing = [r for r in run_ids if r not in by_id]
-        if missing:
-            raise KeyError(f"no such run in {results.root}/runs.csv: {', '.join(missing)}")
-        return [by_id[r] for r in run_ids]
+        return named_runs(results.runs, run_ids, results.root)
     ok = [r for r in results.runs if r.get("status") == "ok"
           and isinstance(r.get("jain_index"), float) and not math.isnan(r["jain_index"])]
     if not ok:
@@ -158,6 +154,17 @@ def against_flows_figure(results: ResultSet, profile: str) -> Figure:
     return fig
 
 
+def _one_panel(title: str, xlabel: str, ylabel: str) -> tuple[Figure, Any]:
+    fig = Figure(figsize=(9, 4.2), layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(title)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
 def read_cwnd(folder: Path) -> list[dict[str, Any]]:
     with (folder / "cwnd.csv").open(newline="") as handle:
         return list(csv.DictReader(handle))
@@ -170,13 +177,8 @@ def cwnd_figure(run_id: str, folder: Path) -> Figure:
     if not rows:
         raise ValueError("cwnd.csv has no samples")
     start = min(float(r["t_s"]) for r in rows)
-    fig = Figure(figsize=(9, 4.2), layout="constrained")
-    fig.analysis_data = []
-    fig.suptitle(f"{run_id}: congestion window over time")
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_xlabel("time since the first sample (s)")
-    ax.set_ylabel("bytes")
-    ax.grid(True, alpha=0.3)
+    fig, ax = _one_panel(f"{run_id}: congestion window over time",
+                         "time since the first sample (s)", "bytes")
     for proto in ("tcp", "sctp"):
         flow = next((r["flow"] for r in rows if r["proto"] == proto), None)
         if flow is None:
@@ -200,13 +202,8 @@ def cwnd_figure(run_id: str, folder: Path) -> Figure:
 
 def throughput_figure(run_id: str, folder: Path) -> Figure:
     """Every flow's throughput over time, from its receiver's counts, in bins of a second."""
-    fig = Figure(figsize=(9, 4.2), layout="constrained")
-    fig.analysis_data = []
-    fig.suptitle(f"{run_id}: throughput of every flow")
-    ax = fig.add_subplot(1, 1, 1)
-    ax.set_xlabel("time since the first byte of the first flow (s)")
-    ax.set_ylabel("Mbit/s (1 s bins)")
-    ax.grid(True, alpha=0.3)
+    fig, ax = _one_panel(f"{run_id}: throughput of every flow",
+                         "time since the first byte of the first flow (s)", "Mbit/s (1 s bins)")
     flows = {}
     for log in sorted(folder.glob("receiver-*.jsonl")):
         events = read_events(log)

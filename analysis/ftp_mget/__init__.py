@@ -16,7 +16,7 @@ from experiments.tshark import TsharkError
 from experiments.tshark.transport import time_sequence
 
 from .. import html
-from ..results import ResultSet
+from ..results import ResultSet, named_runs
 from . import figures, speedup
 from .points import FtpResults, size_label
 
@@ -32,12 +32,8 @@ def chosen_runs(results: FtpResults, run_ids: list[str] | None = None) -> list[d
     """The runs drawn as time-sequence plots: those asked for, else one per series at the
     experiment's highest loss and smallest file size on its first path, the run closest to
     its point's mean (a typical run, not the best or worst)."""
-    by_id = {r["run_id"]: r for r in results.runs}
     if run_ids:
-        missing = [r for r in run_ids if r not in by_id]
-        if missing:
-            raise KeyError(f"no such run in {results.root}/runs.csv: {', '.join(missing)}")
-        return [by_id[r] for r in run_ids]
+        return named_runs(results.runs, run_ids, results.root)
     ok = [r for r in results.runs if r["status"] == "ok" and r.get("pcap")]
     if not ok:
         return []

@@ -1,15 +1,2 @@
-import pytest
-
-from tests.ftp import ftphelp
-
-
-@pytest.fixture(scope="session")
-def built():
-    """ftp-impl built: build/ (plain), build-asan/ (ASan+UBSan), build-ubsan/ (UBSan)."""
-    ftphelp.build_all()
-    return True
-
-
-@pytest.fixture(scope="session", params=ftphelp.BUILDS)
-def bindir(request, built):
-    return ftphelp.IMPL / request.param
+"""The FTP tests' builds serve the bulk-flow tests too: one build of every variant a session."""
+from tests.ftp.conftest import bindir, built  # noqa: F401 (fixtures shared by name)

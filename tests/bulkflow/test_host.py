@@ -14,6 +14,7 @@ from itertools import pairwise
 import pytest
 
 from tests.bulkflow.bulkhelp import Receiver, of, one, run
+from tests.ftp.ftphelp import free_port
 
 TCP_TO = ["send", "--proto", "tcp", "--to", "127.0.0.1:9"]
 USAGE = [
@@ -137,14 +138,6 @@ def assert_failed(r, reason):
     assert reason in err["reason"], err
     assert f"bulkflow: {err['reason']}" in r.stderr
     return err
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def test_connection_refused_fails(bindir):
