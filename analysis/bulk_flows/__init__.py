@@ -58,6 +58,11 @@ def _cell(row: dict[str, Any], metric: str) -> str:
     return f"{mean:.3g} ± {half:.2g}"
 
 
+def _short(row: dict[str, Any], metric: str) -> str:
+    mean = row.get(f"{metric}_mean")
+    return f"{mean:.2g}" if isinstance(mean, (int, float)) and not math.isnan(mean) else "-"
+
+
 def _rows(results: ResultSet) -> list[dict[str, Any]]:
     return sorted(results.summary, key=lambda r: (str(r.get("profile")),
                                                   series_of(str(r.get("bottleneck"))),
@@ -245,7 +250,9 @@ def _tables_html(results: ResultSet) -> str:
     parts = ["<p>Per point: mean over the runs that count, ± the half-width of the 90% "
              "Student-t interval (summary.csv; also <a href=\"fairness.csv\">fairness.csv</a>)."
              " Utilization is the payload the flows delivered in the steady state over the "
-             "bottleneck's rate.</p>"]
+             "bottleneck's rate. A timeout is a flow's congestion window falling to one "
+             "segment; a needless retransmission a segment or chunk that reached the "
+             "bottleneck's far side twice (its first copy had passed the lossy link).</p>"]
     for series in dict.fromkeys(series_of(str(r.get("bottleneck"))) for r in _rows(results)):
         rows = []
         mine = [r for r in results.summary if series_of(str(r.get("bottleneck"))) == series]
@@ -253,10 +260,13 @@ def _tables_html(results: ResultSet) -> str:
             rate = rates.get(str(row.get("bottleneck")))
             rows.append([row.get("pairs"), row.get("bottleneck"),
                          f"{rate / 1e6:g}" if rate else "", row.get("profile"), row.get("n"),
-                         *[_cell(row, metric) for metric, _ in METRICS], row.get("status")])
+                         *[_cell(row, metric) for metric, _ in METRICS],
+                         *[f"{_short(row, f'tcp_{k}')} / {_short(row, f'sctp_{k}')}"
+                           for k in ("timeouts", "needless_rtx")], row.get("status")])
         parts.append(f"<h3>Bottlenecks {html.esc(series)}-n</h3>" + html.table(
             ["flows", "bottleneck", "Mbit/s", "TCP profile", "runs",
-             *[label for _, label in METRICS], "status"], rows))
+             *[label for _, label in METRICS], "timeouts per flow, TCP / SCTP",
+             "needless retransmissions per flow, TCP / SCTP", "status"], rows))
     return "".join(parts)
 
 

@@ -282,30 +282,51 @@ def _sctp_sequence(pcap: Path) -> TimeSequence:
 
 
 # -- per-flow delivered bytes -------------------------------------------------------------------
-def delivered_series(pcap: Path, flows: list[tuple[str, int, str]]
-                     ) -> list[list[tuple[float, int]]]:
-    """For each flow, (capture time, bytes delivered to its receiver so far) at every
-    acknowledgement of the receiver's that crossed the capture point: TCP's ack number, SCTP's
-    cumulative TSN ack summed over the DATA chunks' lengths. A flow is (the receiver's address,
-    its port, "tcp" or "sctp")."""
-    rows = fields(pcap, ["frame.time_epoch", "ip.src", "tcp.srcport", "tcp.ack",
-                         "sctp.srcport", "sctp.sack_cumulative_tsn_ack_raw"],
-                  "(tcp.flags.ack == 1 && tcp.len == 0) || sctp.chunk_type == 3")
-    acks: dict[tuple[str, int], list[tuple[float, int]]] = {f[:2]: [] for f in flows}
-    for t, src, tcp_port, tcp_ack, sctp_port, cum in rows:
-        if tcp_port and tcp_ack and (src, int(tcp_port)) in acks:
-            acks[(src, int(tcp_port))].append((float(t), int(tcp_ack) - 1))  # less the SYN
-        elif sctp_port and cum and (src, int(sctp_port)) in acks:
-            acks[(src, int(sctp_port))].append((float(t), int(values(cum)[0])))
-    chunks: dict[tuple[str, int], dict[int, DataChunk]] = {f[:2]: {} for f in flows}
+@dataclass
+class FlowTraffic:
+    """One flow as a capture point between its sender and its receiver saw it."""
+
+    delivered: list[tuple[float, int]] = field(default_factory=list)  # (time, bytes so far)
+    repeated: int = 0   # segments or DATA chunks seen again: their first copy got this far,
+                        # so the sender retransmitted them needlessly (a spurious timeout or
+                        # a retransmission for a loss after the capture point)
+
+
+def flow_traffic(pcap: Path, flows: list[tuple[str, int, str]]) -> list[FlowTraffic]:
+    """For each flow (the receiver's address, its port, "tcp" or "sctp"): the bytes delivered to
+    its receiver over time, read from the receiver's cumulative acknowledgements as they crossed
+    the capture point (TCP's ack number; SCTP's cumulative TSN ack summed over the DATA chunks'
+    lengths), and how many of its data units the capture point saw more than once."""
+    rows = fields(pcap, ["frame.time_epoch", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstport",
+                         "tcp.ack", "tcp.seq_raw", "tcp.len", "sctp.srcport",
+                         "sctp.sack_cumulative_tsn_ack_raw"],
+                  "tcp || sctp.chunk_type == 3")
+    out = {f[:2]: FlowTraffic() for f in flows}
+    segments: dict[tuple[str, int], set[int]] = {f[:2]: set() for f in flows}
+    for t, src, dst, sport, dport, ack, seq, length, sctp_port, cum in rows:
+        if sport and length == "0" and ack and (src, int(sport)) in out:
+            out[(src, int(sport))].delivered.append((float(t), int(ack) - 1))  # less the SYN
+        elif dport and length not in ("", "0") and (dst, int(dport)) in out:
+            seen = segments[(dst, int(dport))]
+            if int(seq) in seen:
+                out[(dst, int(dport))].repeated += 1
+            seen.add(int(seq))
+        elif sctp_port and cum and (src, int(sctp_port)) in out:
+            out[(src, int(sctp_port))].delivered.append((float(t), int(values(cum)[0])))
     if any(proto == "sctp" for _, _, proto in flows):
+        chunks: dict[tuple[str, int], dict[int, DataChunk]] = {f[:2]: {} for f in flows}
         for _, frame in sctp_frames(pcap, "sctp"):
-            seen = chunks.get((frame.dst, frame.dst_port))
-            if seen is not None:
+            key = (frame.dst, frame.dst_port)
+            if key in chunks:
                 for chunk in frame.chunks:
-                    seen[chunk.tsn] = chunk
-    return [_tsns_to_bytes(acks[(a, p)], chunks[(a, p)]) if proto == "sctp"
-            else acks[(a, p)] for a, p, proto in flows]
+                    if chunk.tsn in chunks[key]:
+                        out[key].repeated += 1
+                    chunks[key][chunk.tsn] = chunk
+        for address, port, proto in flows:
+            if proto == "sctp":
+                traffic = out[(address, port)]
+                traffic.delivered = _tsns_to_bytes(traffic.delivered, chunks[(address, port)])
+    return [out[f[:2]] for f in flows]
 
 
 def _tsns_to_bytes(acks: list[tuple[float, int]], chunks: dict[int, DataChunk]

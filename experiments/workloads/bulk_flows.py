@@ -98,13 +98,22 @@ class BulkFlows:
         Metric("utilization", "payload delivered over the bottleneck's rate, steady state"),
         Metric("tcp_mbps", "mean steady-state throughput of the TCP flows, Mbit/s"),
         Metric("sctp_mbps", "mean steady-state throughput of the SCTP flows, Mbit/s"),
+        Metric("tcp_timeouts", "retransmission timeouts per TCP flow (its cwnd fell to one "
+                               "segment), whole flow"),
+        Metric("sctp_timeouts", "retransmission timeouts per SCTP flow, whole flow"),
+        Metric("tcp_needless_rtx", "TCP segments per flow that reached the bottleneck's far "
+                                   "side twice: retransmitted although the first copy got "
+                                   "through the lossy link"),
+        Metric("sctp_needless_rtx", "SCTP DATA chunks per flow that reached the bottleneck's "
+                                    "far side twice"),
     )
     default_metric = "jain_index"
     point_columns = ("bottleneck", "pairs", "loss", "profile")
     run_columns = ("jain_index", "sctp_gain_pct", "utilization", "tcp_mbps", "sctp_mbps",
+                   "tcp_timeouts", "sctp_timeouts", "tcp_needless_rtx", "sctp_needless_rtx",
                    "flows", "pcap_disagreement", "flagged")
     summary_aliases: dict[str, str] = {}
-    analysis_version = 2
+    analysis_version = 3
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
@@ -258,8 +267,18 @@ class BulkFlows:
             counted = edges and edges[1][1] - edges[0][1]
             per_flow.append({**flow, "edges": edges, "window_bytes": counted,
                              "mbps": edges and counted * 8 / (edges[1][0] - edges[0][0]) / 1e6})
+        timeouts = count_timeouts(run_dir, settings.payload_bytes)
+        for flow in per_flow:
+            flow["timeouts"] = timeouts.get(flow["pair"])
         if capture is not None and all(f["edges"] for f in per_flow):
             check_against_pcap(capture, per_flow, record, row)
+        for proto in ("tcp", "sctp"):
+            mine = [f for f in per_flow if f["proto"] == proto]
+            for column, key in ((f"{proto}_timeouts", "timeouts"),
+                                (f"{proto}_needless_rtx", "repeated")):
+                counts = [f[key] for f in mine if f.get(key) is not None]
+                row[column] = sum(counts) / len(counts) if counts and len(counts) == len(mine) \
+                    else None
         write_flows(run_dir, per_flow)
         rates = [f["mbps"] for f in per_flow]
         if any(rate is None for rate in rates):
@@ -387,13 +406,15 @@ def check_against_pcap(capture: Path, per_flow: list[dict[str, Any]], record: di
     capture sees the router's egress after its qdisc), plus a fraction of a millisecond of
     queueing and wake-ups: each boundary is read at the instant within that fraction where
     the pcap comes closest to the receiver's count."""
-    from ..tshark.transport import delivered_series
+    from ..tshark.transport import flow_traffic
 
     offset = record["realtime_minus_monotonic_s"]
-    series = delivered_series(capture, [(dumbbell_address(f["receiver"]), f["port"], f["proto"])
-                                        for f in per_flow])
+    traffic = flow_traffic(capture, [(dumbbell_address(f["receiver"]), f["port"], f["proto"])
+                                     for f in per_flow])
     worst = 0.0
-    for flow, acked in zip(per_flow, series, strict=True):
+    for flow, seen in zip(per_flow, traffic, strict=True):
+        flow["repeated"] = seen.repeated
+        acked = seen.delivered
         back = record["links"][f"{flow['receiver']}-down"]["delay_s"] + \
             record["links"]["bottleneck-down"]["delay_s"] + offset
         if not acked:
@@ -421,9 +442,31 @@ def _closest(acked: list[tuple[float, int]], t: float, count: float,
     return float(min(candidates, key=lambda v: abs(v - count)))
 
 
+def count_timeouts(run_dir: Path, payload_bytes: int) -> dict[int, int]:
+    """Per flow, how often its sampled cwnd fell to about one segment: what a retransmission
+    timeout does to TCP and SCTP alike (a fast retransmit halves it, and neither goes below
+    two segments then)."""
+    one_segment = 1.5 * (payload_bytes + 52)
+    falls: dict[int, int] = {}
+    last: dict[int, float] = {}
+    trace = run_dir / "cwnd.csv"
+    if not trace.exists():
+        return falls
+    with trace.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if not row.get("cwnd"):
+                continue
+            flow, cwnd = int(row["flow"]), float(row["cwnd"])
+            falls.setdefault(flow, 0)
+            if cwnd < one_segment <= last.get(flow, 0.0):
+                falls[flow] += 1
+            last[flow] = cwnd
+    return falls
+
+
 def write_flows(run_dir: Path, per_flow: list[dict[str, Any]]) -> None:
     columns = ["pair", "sender", "receiver", "proto", "offset_s", "window_bytes",
-               "pcap_window_bytes", "mbps"]
+               "pcap_window_bytes", "mbps", "timeouts", "repeated"]
     with open(run_dir / "flows.csv", "w", newline="") as out:
         writer = csv.DictWriter(out, columns, extrasaction="ignore")
         writer.writeheader()

@@ -49,6 +49,9 @@ def test_every_run_counts_and_measures_the_study_s_numbers(fairness):
         assert float(run["sctp_gain_pct"]) == pytest.approx(100 * (sctp - tcp) / tcp, rel=1e-4)
         assert float(run["jain_index"]) == pytest.approx(
             sum(rates) ** 2 / (2 * sum(r * r for r in rates)), rel=1e-5)
+        for flow in flows:   # the diagnostics of each protocol are its one flow's
+            assert float(run[f"{flow['proto']}_timeouts"]) == float(flow["timeouts"])
+            assert float(run[f"{flow['proto']}_needless_rtx"]) == float(flow["repeated"])
     meta = json.loads((fairness / "meta.json").read_text())
     assert meta["clock"].startswith("virtual")
     assert meta["experiment"]["workload"] == "bulk-flows"

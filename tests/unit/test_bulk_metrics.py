@@ -7,6 +7,7 @@ import pytest
 from experiments.tshark.transport import DataChunk, _parse_sctp_frame, _tsns_to_bytes
 from experiments.workloads.bulk_flows import (
     Settings,
+    count_timeouts,
     gain_pct,
     jain_index,
     plan_flows,
@@ -69,3 +70,16 @@ def test_flows_alternate_protocols_and_keep_their_start_offsets():
     # 1488 bytes of payload: TCP's segment size counts its 12 bytes of timestamps
     assert sender_options(settings, "tcp", 900)[:2] == ["--maxseg", "1500"]
     assert sender_options(settings, "sctp", 900)[:2] == ["--maxseg", "1488"]
+
+
+def test_a_timeout_is_a_cwnd_falling_to_one_segment_not_a_halving(tmp_path):
+    rows = ["t_s,flow,proto,phase,bytes,cwnd,ssthresh,srtt_ms,rto_ms,unacked,retrans"]
+    # flow 1: halvings by fast retransmit (never under two segments), one timeout
+    for t, cwnd in enumerate([14880, 29760, 14880, 7440, 2976, 2976, 1488, 2976, 5952]):
+        rows.append(f"{t},1,tcp,send,0,{cwnd},,500,1000,1,0")
+    # flow 2: SCTP, two timeouts (one MTU), a sample with no cwnd in between
+    for t, cwnd in enumerate([4380, 8760, 1540, 3080, "", 6160, 1540]):
+        rows.append(f"{t},2,sctp,send,0,{cwnd},,,3000,1,0")
+    (tmp_path / "cwnd.csv").write_text("\n".join(rows) + "\n")
+    assert count_timeouts(tmp_path, 1488) == {1: 1, 2: 2}
+    assert count_timeouts(tmp_path / "absent", 1488) == {}
