@@ -35,8 +35,10 @@ packages=(
   tcpdump tshark iperf3
   # FTP programs: build, SCTP library, peers used by tests
   build-essential libsctp-dev lksctp-tools curl lftp vsftpd
-  # harness and analysis, and the venv the `testbed` command is installed in
-  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib python3-venv git
+  # harness and analysis, and the venv the `testbed` command is installed in (with Debian's
+  # setuptools and wheel: the editable install builds without reaching PyPI)
+  python3 python3-pytest python3-yaml python3-scipy python3-matplotlib python3-venv
+  python3-setuptools python3-wheel git
   # the report test opens the HTML report in a headless browser
   chromium
 )
