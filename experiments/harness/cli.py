@@ -1,6 +1,8 @@
 """The harness's commands, part of `testbed` (testbed/cli.py):
 
   testbed run EXP [--workers N] [--kernel K] [--points FILE] [--host NAME]   run or resume
+                 [--slurm [--slurm-partition P] ...]     each round as a Slurm job array
+  testbed batch FILE [--kernel K]         one batch of runs in one kernel (what a task runs)
   testbed validate EXP                    check the file, run nothing
   testbed plan EXP [--json]               the points and what the first round runs
   testbed tables EXP                      rebuild runs.csv, summary.csv, matrix.json, meta.json
@@ -16,13 +18,13 @@ from pathlib import Path
 from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError
 
-from . import fanout, merge, spec
+from . import fanout, launch, merge, slurm, spec
 from .analyze import AnalysisError
 from .coordinator import Harness, HarnessError
 from .ledger import RESULTS_ROOT, Ledger
 
 ERRORS = (spec.SpecError, ParameterError, HarnessError, BackendError, merge.MergeError,
-          AnalysisError)
+          AnalysisError, slurm.SlurmError)
 Command = Callable[[str, str, str], argparse.ArgumentParser]
 
 
@@ -41,6 +43,17 @@ def add_commands(command: Command) -> None:
     run.add_argument("--host", default=None,
                      help="the name each run records as the host that ran it "
                           "(default: this machine's hostname)")
+    _slurm_arguments(run)
+    batch = command("batch", "run one batch file of runs in one pinned kernel (what a worker "
+                             "or a Slurm task runs)",
+                    "testbed batch results/smoke/.work/vm-round-1-slurm-1-task0.json")
+    batch.add_argument("batch_file", type=Path)
+    batch.add_argument("--kernel", choices=BACKEND_NAMES, default=None,
+                       help="kernel backend (default: $KERNEL or uml)")
+    batch.add_argument("--host", default=None,
+                       help="record this host name with the runs instead of the one the batch "
+                            "file names (a Slurm task gives its node's)")
+    batch.set_defaults(handler=handle_batch)
     _experiment_arguments(command("validate", "check an experiment file, run nothing",
                                   "testbed validate experiments/fairness.toml"))
     plan = command("plan", "list an experiment's points and what its first round runs",
@@ -53,6 +66,45 @@ def add_commands(command: Command) -> None:
                                             "meta.json from the finished runs",
                                   "testbed tables multistream"))
     fanout.add_commands(command, _experiment_arguments)
+
+
+def _slurm_arguments(run: argparse.ArgumentParser) -> None:
+    group = run.add_argument_group(
+        "Slurm", "each round's runs as one `sbatch --array` job into the shared results "
+                 "folder; these override the experiment's [run.slurm] table")
+    group.add_argument("--slurm", action="store_true",
+                       help="submit to Slurm instead of booting kernels here")
+    group.add_argument("--slurm-partition", metavar="NAME", help="partition to queue in")
+    group.add_argument("--slurm-task-runs", type=int, metavar="N", help="runs per array task")
+    group.add_argument("--slurm-time-limit-min", type=int, metavar="MINUTES",
+                       help="time limit per task in minutes (default: from the plan's estimate)")
+    group.add_argument("--slurm-memory", metavar="SIZE", help="memory per task (default 2G)")
+    group.add_argument("--slurm-cpus", type=int, metavar="N", help="CPUs per task (default 1)")
+    group.add_argument("--slurm-option", action="append", dest="slurm_sbatch_options",
+                       metavar="OPTION", help="one more sbatch option, verbatim (repeatable)")
+
+
+def _slurm_settings(args: argparse.Namespace,
+                    experiment: spec.Experiment) -> slurm.SlurmSettings | None:
+    if not getattr(args, "slurm", False):
+        return None
+    return slurm.overridden(
+        experiment.slurm, partition=args.slurm_partition, task_runs=args.slurm_task_runs,
+        time_limit_min=args.slurm_time_limit_min, memory=args.slurm_memory,
+        cpus=args.slurm_cpus,
+        sbatch_options=[*experiment.slurm.sbatch_options, *args.slurm_sbatch_options]
+        if args.slurm_sbatch_options else None)
+
+
+def handle_batch(args: argparse.Namespace) -> int:
+    if not args.batch_file.is_file():
+        raise HarnessError(f"{args.batch_file}: no such batch file")
+    if args.host:
+        launch.rename_host(args.batch_file, args.host)
+    error = launch.run_batch_file(args.batch_file, args.kernel)
+    if error:
+        raise HarnessError(f"{args.batch_file.name}: {error}")
+    return 0
 
 
 def _experiment_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -69,7 +121,8 @@ def handle(args: argparse.Namespace) -> int:
     harness = Harness(experiment, getattr(args, "workers", None), getattr(args, "kernel", None),
                       Ledger.for_experiment(experiment.name, args.results),
                       only=sorted(merge.read_ids(only)) if only else None,
-                      host=getattr(args, "host", None))
+                      host=getattr(args, "host", None),
+                      slurm_settings=_slurm_settings(args, experiment))
     if args.command == "validate":
         print(f"{experiment.file}: valid, a {experiment.workload} workload on "
               f"{experiment.topology}, {len(harness.points)} points")

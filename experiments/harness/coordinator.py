@@ -14,22 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topology.kernel import BackendError, open_backend
+from topology.kernel import open_backend
 from topology.kernel.uml import stop_all
 
 from .. import stats
 from ..workloads.base import Point, WorkloadError
-from . import tables
+from . import launch, slurm, tables
 from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
 from .profiles import sysctls_for
 from .progress import Progress
 from .spec import Experiment
 
-PYTHON = "/usr/bin/python3"
-KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel's tmpfs
 MAX_FAILURES_PER_POINT = 3
-BATCH_OVERHEAD_S = 300.0
 
 
 class HarnessError(RuntimeError):
@@ -60,10 +57,12 @@ class PointState:
 class Harness:
     def __init__(self, experiment: Experiment, workers: int | None = None,
                  kernel: str | None = None, ledger: Ledger | None = None,
-                 only: list[str] | None = None, host: str | None = None) -> None:
+                 only: list[str] | None = None, host: str | None = None,
+                 slurm_settings: slurm.SlurmSettings | None = None) -> None:
         """`only`: run just these point keys (a share of a fanned-out experiment); the ledger's
         runs of other points are kept and left alone. `host`: the name every run records as
-        the host that ran it (default: this machine's hostname)."""
+        the host that ran it (default: this machine's hostname). `slurm_settings`: run each
+        round as a Slurm job array instead of on this machine's kernels."""
         self.experiment = experiment
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.kernel = kernel
@@ -78,6 +77,7 @@ class Harness:
                     f"`testbed plan {experiment.file}`)")
             self.points = {key: p for key, p in self.points.items() if key in set(only)}
         self.host = host or socket.gethostname()
+        self.slurm = slurm_settings
         self.prepared: Any = None
         self._testbed: dict[str, Any] | None = None
 
@@ -86,11 +86,12 @@ class Harness:
         try:
             with self.ledger.lock():
                 return self._run()
-        except (LedgerBusy, WorkloadError) as error:
+        except (LedgerBusy, WorkloadError, slurm.SlurmError) as error:
             raise HarnessError(str(error)) from None
 
     def _run(self) -> Path:
         self.ledger.prepare()
+        self.refuse_mixed_kernels(self.intended_kernel())
         self.testbed()  # once, before the batches' threads ask for it
         self.prepared = self.workload.prepare(self.experiment, self.ledger.data)
         round_number = 0
@@ -102,6 +103,7 @@ class Harness:
             round_number += 1
             before = len(self.ledger.finished())
             self.execute(orders, f"round {round_number}")
+            self.refuse_mixed_kernels()
             if len(self.ledger.finished()) == before:
                 raise HarnessError(f"round {round_number} finished no run; the kernel's "
                                    f"console logs are under {self.ledger.work}")
@@ -155,10 +157,42 @@ class Harness:
             "host": self.host,
         }
 
+    # -- one kernel and one clock per experiment ---------------------------------------------
+    def intended_kernel(self) -> tuple[str, str]:
+        """(backend, clock) that this harness's batches will boot."""
+        backend = open_backend(self.kernel, memory=launch.KERNEL_MEMORY)
+        return backend.name, getattr(backend, "clock", "real")
+
+    def refuse_mixed_kernels(self, intended: tuple[str, str] | None = None) -> None:
+        """Runs of one experiment come from one backend, kernel release and clock, whichever
+        host ran them: a mean over two kernels or two clocks would measure neither."""
+        seen: dict[tuple[str, str, str], set[str]] = {}
+        for path in sorted(self.ledger.work.glob("*.metadata.json")):
+            try:
+                batch = json.loads(path.read_text())
+            except json.JSONDecodeError:
+                continue
+            kernel = (str(batch.get("backend")), str(batch.get("kernel_release")),
+                      str(batch.get("clock")))
+            seen.setdefault(kernel, set()).add(str(batch.get("host") or "unknown"))
+        described = [f"{b} {k}, clock {c} (on {', '.join(sorted(hosts))})"
+                     for (b, k, c), hosts in sorted(seen.items())]
+        if len(seen) > 1:
+            raise HarnessError(
+                f"{self.ledger.root} holds runs of more than one kernel or clock: "
+                f"{'; '.join(described)}. One experiment's results come from one kernel and "
+                "one clock: give the hosts the same kernel, or run into another --results "
+                "folder")
+        if intended and seen and {(b, c) for b, _, c in seen} != {intended}:
+            raise HarnessError(
+                f"{self.ledger.root} holds runs made on {described[0]}; this run would use "
+                f"{intended[0]}, clock {intended[1]}. Resume with the same KERNEL (and "
+                "TESTBED_TIME_TRAVEL), or run into another --results folder")
+
     # -- execution --------------------------------------------------------------------------
-    def batches(self, orders: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-        """Longest first onto the least-loaded worker, so workers finish together."""
-        batches: list[list[dict[str, Any]]] = [[] for _ in range(min(self.workers, len(orders)))]
+    def batches(self, orders: list[dict[str, Any]], count: int) -> list[list[dict[str, Any]]]:
+        """Longest first onto the least-loaded of `count` batches, so they finish together."""
+        batches: list[list[dict[str, Any]]] = [[] for _ in range(min(count, len(orders)))]
         loads = [0.0] * len(batches)
         for order in sorted(orders, key=lambda o: -o["estimate_s"]):
             lightest = loads.index(min(loads))
@@ -167,15 +201,14 @@ class Harness:
         return batches
 
     def execute(self, orders: list[dict[str, Any]], label: str) -> None:
-        batches = self.batches(orders)
+        count = slurm.task_count(orders, self.slurm) if self.slurm else self.workers
+        batches = self.batches(orders, count)
         ids = [o["id"] for o in orders]
         estimate = max(sum(o["estimate_s"] for o in b) for b in batches) + 15
-
         statuses: dict[str, str] = {}
-
         weights = {o["id"]: o["estimate_s"] for o in orders}
 
-        def count() -> tuple[int, int, float]:
+        def done() -> tuple[int, int, float]:
             # polled every few seconds: read each record once, only for this round's runs
             for run_id in ids:
                 if run_id not in statuses and self.ledger.is_finished(run_id):
@@ -183,8 +216,22 @@ class Harness:
             return (len(statuses), sum(s != "ok" for s in statuses.values()),
                     sum(weights[run_id] for run_id in statuses) / sum(weights.values()))
 
-        progress = Progress(f"{self.experiment.name} {label}", len(orders), estimate, count)
+        where = f"on Slurm, {len(batches)} tasks" if self.slurm else ""
+        progress = Progress(f"{self.experiment.name} {label}{f' ({where})' if where else ''}",
+                            len(orders), estimate, done)
         progress.start()
+        try:
+            if self.slurm:
+                errors = self.execute_on_slurm(batches, label, self.slurm)
+            else:
+                errors = self.execute_here(batches, label)
+        finally:
+            progress.stop()
+        for error in errors:
+            print(f"warning: {error}", flush=True)
+
+    def execute_here(self, batches: list[list[dict[str, Any]]], label: str) -> list[str]:
+        """One thread per batch, each booting a pinned kernel on this machine."""
         errors: list[str] = []
         stop = threading.Event()
         pool = ThreadPoolExecutor(len(batches))
@@ -204,10 +251,35 @@ class Harness:
             raise
         else:
             pool.shutdown(wait=True)
-        finally:
-            progress.stop()
-        for error in errors:
-            print(f"warning: {error}", flush=True)
+        return errors
+
+    def execute_on_slurm(self, batches: list[list[dict[str, Any]]], label: str,
+                         settings: slurm.SlurmSettings) -> list[str]:
+        """One array task per batch; waits for the whole job (Ctrl-C cancels it)."""
+        prefix = f"{self.tag_host()}-{label.replace(' ', '-')}-slurm-{int(time.time())}-"
+        todo = [[o for o in batch if not self.ledger.is_finished(o["id"])] for batch in batches]
+        todo = [batch for batch in todo if batch]
+        if not todo:
+            return []
+        files = [self.write_batch(f"{prefix}task{i}", batch) for i, batch in enumerate(todo)]
+        kernel = open_backend(self.kernel, memory=launch.KERNEL_MEMORY).name
+        job = slurm.submit(files, self.experiment.name, kernel, settings,
+                           slurm.time_limit_min(todo, settings), self.ledger.work)
+        print(f"{self.experiment.name} {label}: Slurm job {job.job_id}, {len(files)} tasks "
+              f"(scancel {job.job_id} stops it; so does Ctrl-C here)", flush=True)
+        slurm.wait(job)
+        return slurm.endings(job)
+
+    def tag_host(self) -> str:
+        # the host in a batch's name keeps batches of several hosts apart once merged
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", self.host)
+
+    def write_batch(self, tag: str, runs: list[dict[str, Any]]) -> Path:
+        batch_file = self.ledger.work / f"{tag}.json"
+        batch_file.write_text(json.dumps({
+            "runs": runs, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
+            "provenance": {"host": self.host, "testbed": self.testbed()}}))
+        return batch_file
 
     def testbed(self) -> dict[str, Any]:
         """The commit of the checkout that runs the batches, recorded per host in meta.json."""
@@ -220,22 +292,6 @@ class Harness:
         todo = [o for o in batch if not self.ledger.is_finished(o["id"])]
         if not todo or stop.is_set():
             return None
-        # the host in the name keeps batches of several hosts apart once their files are merged
-        host = re.sub(r"[^A-Za-z0-9_.-]", "_", self.host)
-        tag = f"{host}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
-        batch_file = self.ledger.work / f"{tag}.json"
-        batch_file.write_text(json.dumps({
-            "runs": todo, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
-            "provenance": {"host": self.host, "testbed": self.testbed()}}))
-        timeout = sum(o["timeout_s"] + 60 for o in todo) + BATCH_OVERHEAD_S
-        try:
-            result = open_backend(self.kernel, memory=KERNEL_MEMORY).run(
-                [PYTHON, "-m", "experiments.harness.kernel_batch", str(batch_file)],
-                timeout_s=timeout)
-        except BackendError as error:
-            return f"worker {index + 1}: {error}"
-        (self.ledger.work / f"{tag}.log").write_text(result.stdout + result.stderr)
-        if result.returncode != 0:
-            tail = "\n".join(result.stderr.strip().splitlines()[-8:])
-            return f"worker {index + 1} stopped early (exit {result.returncode}):\n{tail}"
-        return None
+        tag = f"{self.tag_host()}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
+        error = launch.run_batch_file(self.write_batch(tag, todo), self.kernel)
+        return f"worker {index + 1}: {error}" if error else None

@@ -8,7 +8,7 @@ An experiment is a topology with its link settings, a shaping matrix, and a work
     [network] ...              # the link settings per role
     [matrix] loss, tcp_profiles, and the workload's axes
     [repetitions] min, max, target_half_width, confidence, metric
-    [sctp] knobs;  [run] timeout_s, snaplen
+    [sctp] knobs;  [run] timeout_s, snaplen;  [run.slurm] how a Slurm cluster runs it (slurm.py)
 
 A file without `topology` and `workload` is an FTP mget on `path`, as every file was before
 workloads existed. Every error names the file, the key and the reason. What a study left open
@@ -29,6 +29,8 @@ from .. import workloads
 from ..workloads.base import Point, Workload
 from . import networks
 from .profiles import SCTP_KNOBS, TCP_PROFILES
+from .slurm import SETTING_TYPES as SLURM_SETTINGS
+from .slurm import SlurmSettings, read_settings
 
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[1]
 
@@ -62,6 +64,7 @@ class Experiment:
     seed: int = 1
     run_timeout_s: float = 900.0
     snaplen: int = 0
+    slurm: SlurmSettings = SlurmSettings()
 
     @property
     def kind(self) -> Workload:
@@ -79,6 +82,7 @@ class Experiment:
             "tcp_profiles": list(self.tcp_profiles), "sctp": self.sctp,
             "repetitions": vars(self.repetitions), "seed": self.seed,
             "run_timeout_s": self.run_timeout_s, "snaplen": self.snaplen,
+            "slurm": self.slurm.record(),
             "metrics": {m.name: m.description for m in self.kind.metrics},
         }
 
@@ -89,7 +93,7 @@ COMMON_SCHEMA: dict[str, Any] = {
     "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float,
                     "metric": str},
     "sctp": {knob: int for knob in SCTP_KNOBS},
-    "run": {"timeout_s": float, "snaplen": int},
+    "run": {"timeout_s": float, "snaplen": int, "slurm": SLURM_SETTINGS},
 }
 
 
@@ -205,7 +209,8 @@ class Reader:
             sctp=self.sctp(data.get("sctp", {})),
             repetitions=self.repetitions(data.get("repetitions", {}), workload),
             seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
-            snaplen=run.get("snaplen", 0))
+            snaplen=run.get("snaplen", 0),
+            slurm=read_settings(run.get("slurm", {}), self.fail))
         if not 10 <= experiment.run_timeout_s <= 86_400:
             raise self.fail("run.timeout_s", "must be between 10 s and one day")
         if experiment.snaplen != 0 and experiment.snaplen < 64:

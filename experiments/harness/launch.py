@@ -1,0 +1,56 @@
+"""On the host: one batch file run in one freshly booted pinned kernel. A local worker thread
+and a Slurm array task (`testbed batch FILE`) both come here, so a run is the same run
+wherever it was scheduled.
+
+The batch file (written by the coordinator) lists the runs and where the kernel's metadata go;
+the kernel's own output is kept beside it as FILE.log."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from topology.kernel import BackendError, open_backend
+
+PYTHON = "/usr/bin/python3"
+KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel's tmpfs
+BATCH_OVERHEAD_S = 300.0
+
+
+def timeout_s(batch_file: Path) -> float:
+    """No run outlasts its time-out; the batch gets theirs and a boot's worth on top."""
+    runs = json.loads(batch_file.read_text())["runs"]
+    return sum(run["timeout_s"] + 60 for run in runs) + BATCH_OVERHEAD_S
+
+
+def run_batch_file(batch_file: Path, kernel: str | None) -> str | None:
+    """Boots a kernel for the batch and waits for it; None when it ran to its end, else why
+    not. The runs it finished are in the ledger either way."""
+    try:
+        result = open_backend(kernel, memory=KERNEL_MEMORY).run(
+            [PYTHON, "-m", "experiments.harness.kernel_batch", str(batch_file)],
+            timeout_s=timeout_s(batch_file))
+    except BackendError as error:
+        return str(error)
+    batch_file.with_suffix(".log").write_text(result.stdout + result.stderr)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-8:])
+        return f"stopped early (exit {result.returncode}):\n{tail}"
+    return None
+
+
+def rename_host(batch_file: Path, host: str) -> None:
+    """Every run of the batch, and its metadata, will name `host` as the one that ran it: the
+    node a scheduler chose, which the coordinator could not know when it wrote the file. Under
+    Slurm the job and task are recorded too."""
+    batch = json.loads(batch_file.read_text())
+    for run in batch["runs"]:
+        run["host"] = host
+    provenance = batch.setdefault("provenance", {})
+    provenance["host"] = host
+    if os.environ.get("SLURM_JOB_ID"):
+        provenance["slurm"] = {key: os.environ.get(f"SLURM_{key.upper()}") for key in
+                               ("job_id", "array_job_id", "array_task_id", "job_partition")}
+    partial = batch_file.with_name(batch_file.name + ".tmp")
+    partial.write_text(json.dumps(batch))
+    partial.replace(batch_file)
