@@ -19,9 +19,15 @@ SETUP_FLAGS ?=
 IMAGE ?= localhost/testbed
 BASE_IMAGE ?= debian:bookworm
 RESULTS_OPTION = $(if $(RESULTS),--results $(RESULTS))
+# Where `make experiment` runs the rounds: `local` (pinned kernels on this machine) or `slurm`
+# (each round one job array on the cluster SLURM_CONF names; RESULTS on a shared file system).
+SCHEDULER ?= local
+ifeq ($(filter $(SCHEDULER),local slurm),)
+$(error SCHEDULER=$(SCHEDULER): choose local or slurm)
+endif
 
 .PHONY: all setup setup-test kernel build test test-fast lint test-core test-ftp test-virtual \
-        test-harness fidelity bench-virtual bench-virtual-links bench-harness bench-ftp \
+        test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp \
         experiment smoke tables report clean image image-base fanout deploy-emulated
 
 all: build
@@ -64,6 +70,9 @@ test-ftp: setup build
 test-harness: setup build
 	$(PYTHON) -m pytest tests/harness
 
+test-slurm: setup-test build
+	$(PYTHON) -m pytest tests/slurm tests/unit/test_slurm_settings.py
+
 test-virtual: kernel
 	$(PYTHON) -m pytest tests/virtual
 
@@ -86,7 +95,8 @@ bench-virtual-links: kernel
 
 # The main job: run (or resume) an experiment; results in results/$(EXP)/ (or $(RESULTS)/$(EXP)/).
 experiment: setup build
-	$(TESTBED) run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS)) $(RESULTS_OPTION)
+	$(TESTBED) run $(EXP) --kernel $(KERNEL) $(if $(WORKERS),--workers $(WORKERS)) $(RESULTS_OPTION) \
+		$(if $(filter slurm,$(SCHEDULER)),--slurm)
 
 smoke:
 	$(MAKE) experiment EXP=smoke

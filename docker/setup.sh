@@ -6,7 +6,7 @@
 #   setup.sh                 what experiments need
 #   setup.sh --test-tools    also what `make test` needs beyond that: Ansible and an SSH server
 #                            for the deployment tests, podman, debootstrap and hadolint for the
-#                            image test, the linters (ruff, shellcheck, clang-format)
+#                            image test, the linters (ruff, shellcheck, clang-format), Slurm
 #
 # Last, the testbed's Python package is installed (editable) into .venv beside this folder, a
 # venv that sees Debian's Python packages: .venv/bin/testbed is the `testbed` command.
@@ -50,6 +50,8 @@ if [ "$test_tools" -eq 1 ]; then
     podman runc debootstrap uidmap
     # linters of the shell scripts and the C sources (ruff, for Python, comes from PyPI)
     shellcheck clang-format
+    # a one-node Slurm cluster, started by the tests in a folder of their own
+    slurmctld slurmd slurm-client munge
   )
 fi
 
