@@ -166,6 +166,8 @@ def merge_sources(args: argparse.Namespace, harness: Harness) -> int:
             totals["sources"].append({"source": str(source), **report.as_dict()})
             for key in ("copied", "already", "metadata_files"):
                 totals[key] += report.as_dict()[key]
+        # merged all the same (nothing is lost), but no tables over two kernels or clocks
+        harness.refuse_mixed_kernels()
         if not args.no_tables:
             totals["tables"] = str(tables.write(harness.experiment, harness.ledger,
                                                 harness.states()))
