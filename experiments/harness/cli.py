@@ -99,8 +99,7 @@ def _slurm_settings(args: argparse.Namespace,
 def handle_batch(args: argparse.Namespace) -> int:
     if not args.batch_file.is_file():
         raise HarnessError(f"{args.batch_file}: no such batch file")
-    if args.host:
-        launch.rename_host(args.batch_file, args.host)
+    launch.annotate(args.batch_file, args.host)
     error = launch.run_batch_file(args.batch_file, args.kernel)
     if error:
         raise HarnessError(f"{args.batch_file.name}: {error}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topology.kernel import open_backend
+from topology.kernel import metadata, open_backend
 from topology.kernel.uml import stop_all
 
 from .. import stats
@@ -268,7 +268,9 @@ class Harness:
         print(f"{self.experiment.name} {label}: Slurm job {job.job_id}, {len(files)} tasks "
               f"(scancel {job.job_id} stops it; so does Ctrl-C here)", flush=True)
         slurm.wait(job)
-        return slurm.endings(job)
+        unfinished = {i for i, batch in enumerate(todo)
+                      if not all(self.ledger.is_finished(o["id"]) for o in batch)}
+        return slurm.endings(job, unfinished)
 
     def tag_host(self) -> str:
         # the host in a batch's name keeps batches of several hosts apart once merged
@@ -278,7 +280,8 @@ class Harness:
         batch_file = self.ledger.work / f"{tag}.json"
         batch_file.write_text(json.dumps({
             "runs": runs, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
-            "provenance": {"host": self.host, "testbed": self.testbed()}}))
+            "provenance": {"host": self.host, "testbed": self.testbed(),
+                           "container": metadata.container()}}))
         return batch_file
 
     def testbed(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from topology.kernel import BackendError, open_backend
+from topology.kernel import BackendError, metadata, open_backend
 
 PYTHON = "/usr/bin/python3"
 KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel's tmpfs
@@ -39,15 +39,17 @@ def run_batch_file(batch_file: Path, kernel: str | None) -> str | None:
     return None
 
 
-def rename_host(batch_file: Path, host: str) -> None:
-    """Every run of the batch, and its metadata, will name `host` as the one that ran it: the
-    node a scheduler chose, which the coordinator could not know when it wrote the file. Under
-    Slurm the job and task are recorded too."""
+def annotate(batch_file: Path, host: str | None) -> None:
+    """What the coordinator could not know when it wrote the batch, recorded with its runs:
+    `host`, the node a scheduler chose (every run and the metadata name it), whether this task
+    runs in a container, and under Slurm the job and task."""
     batch = json.loads(batch_file.read_text())
-    for run in batch["runs"]:
-        run["host"] = host
     provenance = batch.setdefault("provenance", {})
-    provenance["host"] = host
+    if host:
+        for run in batch["runs"]:
+            run["host"] = host
+        provenance["host"] = host
+    provenance["container"] = metadata.container()
     if os.environ.get("SLURM_JOB_ID"):
         provenance["slurm"] = {key: os.environ.get(f"SLURM_{key.upper()}") for key in
                                ("job_id", "array_job_id", "array_task_id", "job_partition")}

@@ -145,8 +145,12 @@ class Job:
 def job_script(batch_prefix: Path, kernel: str, settings: SlurmSettings) -> str:
     """The script every task of the array runs: the batch file of its own index, in a kernel
     of its own (inside the launcher, when one is set)."""
+    # the checkout first on the path, whatever the working directory: a container starts in
+    # its image's, where another copy of the testbed may live
+    entry = (f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); "
+             "from testbed.cli import main; sys.exit(main())")
     command = " ".join(shlex.quote(word) for word in
-                       (*settings.launcher, sys.executable, "-m", "testbed", "batch"))
+                       (*settings.launcher, sys.executable, "-c", entry, "batch"))
     return ("#!/bin/bash\n"
             "# One task of a testbed round: one batch of runs in its own pinned kernel.\n"
             "set -euo pipefail\n"
@@ -226,20 +230,26 @@ def cancel(job: Job) -> None:
     subprocess.run(["scancel", job.job_id], capture_output=True, text=True)
 
 
-def endings(job: Job) -> list[str]:
-    """Why tasks did not end on their own, from what Slurm wrote into their logs."""
+def endings(job: Job, unfinished: set[int]) -> list[str]:
+    """Why tasks left runs unfinished (`unfinished`: their indexes): what Slurm wrote into
+    their logs when it ended them, or the end of what they wrote themselves."""
     found = []
-    for index, log in enumerate(job.logs):
+    for index in sorted(unfinished):
+        name = f"Slurm task {job.job_id}_{index}"
         try:
-            text = log.read_text(errors="replace")
-        except OSError:
+            text = job.logs[index].read_text(errors="replace")
+        except (OSError, IndexError):
+            found.append(f"{name} left runs unfinished and no log; they are pending again")
             continue
         match = ENDED_BY_SLURM.search(text)
         if match:
             why = (match.group("why") or "scancel").strip().lower()
-            found.append(f"Slurm task {job.job_id}_{index} was cancelled ({why}); its "
-                         "unfinished runs are pending again"
+            found.append(f"{name} was cancelled ({why}); its unfinished runs are pending again"
                          + ("; raise --slurm-time-limit-min" if "time limit" in why else ""))
+        else:
+            tail = "\n  ".join(text.strip().splitlines()[-6:])
+            found.append(f"{name} ended with runs unfinished; they are pending again. The end "
+                         f"of its log ({job.logs[index]}):\n  {tail}")
     return found
 
 

@@ -147,15 +147,19 @@ def hosts(batches: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dic
     counts = Counter(r.get("host") or "unknown" for r in runs)
     kernels: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     commits: dict[str, set[str]] = defaultdict(set)
+    containers: dict[str, set[str]] = defaultdict(set)
     for batch in batches:
         host = batch.get("host") or "unknown"
+        containers[host].add(batch.get("container") or "none")
         kernels[host].add((batch.get("backend"), batch.get("kernel_release"), batch.get("clock")))
         if batch.get("testbed"):
             commits[host].add(batch["testbed"].get("commit", "unknown"))
     return [{"host": host, "runs": counts.get(host, 0),
              "kernels": [{"backend": b, "kernel_release": k, "clock": c}
                          for b, k, c in sorted(kernels[host], key=str)],
-             "testbed_commits": sorted(commits[host])}
+             "testbed_commits": sorted(commits[host]),
+             # the container engine the batches ran in ("none": on the host itself)
+             "containers": sorted(containers[host])}
             for host in sorted(set(counts) | set(kernels))]
 
 

@@ -2,7 +2,8 @@
 machine's apt mirror, no registry) and run as a user would: the smoke experiment with no
 network, no privileges and the results folder mounted as a volume. The first container is
 stopped part-way and a second one resumes on the same volume; what comes out must be complete,
-belong to the folder's owner and name the pinned kernel that made it."""
+belong to the folder's owner and name the pinned kernel that made it. Last, the image as the
+environment of a Slurm array task."""
 from __future__ import annotations
 
 import csv
@@ -17,6 +18,7 @@ import pytest
 
 from experiments.harness import spec
 from tests.container.conftest import REPO, ULIMITS, run
+from tests.slurm.cluster import OneNodeCluster
 
 BASE_IMAGE = "localhost/bookworm-base"
 IMAGE = "localhost/testbed-test"
@@ -189,3 +191,48 @@ def test_the_image_tmpdir_is_what_lets_the_kernel_start(image, podman):
                  *boot], timeout=300)
     assert unset.returncode != 0
     assert "/dev/shm must be not mounted noexec" in unset.stdout + unset.stderr
+
+
+def test_a_slurm_task_runs_its_batch_in_the_image(image, podman, tmp_path):
+    """The `launcher` of [run.slurm] as experiments/README.md gives it for podman: each array
+    task of a one-node Slurm runs the checkout's batch in the image, whose packages and kernel
+    make the runs, and each batch records the container it ran in."""
+    launcher = [*podman, "run", "--rm", "--network=none", *ULIMITS, "-v", f"{REPO}:{REPO}",
+                "-v", f"{tmp_path}:{tmp_path}", image]
+    toml = tmp_path / "in-image.toml"
+    toml.write_text(f"""\
+name = "in-image"
+[network]
+queue = "500KB"
+[[network.paths]]
+name = "lan"
+rate = "3Mbit"
+delay = "1ms"
+[matrix]
+loss = [0.0]
+file_sizes = ["200K"]
+files = 5
+variants = ["sctp-ms"]
+[repetitions]
+min = 2
+max = 2
+[run]
+timeout_s = 120
+[run.slurm]
+task_runs = 1
+memory = "1500M"
+launcher = {json.dumps(launcher)}
+""")
+    cluster = OneNodeCluster(tmp_path / "slurm").start()
+    try:
+        done = run(["/usr/bin/python3", "-m", "testbed", "run", str(toml), "--results",
+                    str(tmp_path / "results"), "--slurm"], timeout=900, cwd=REPO,
+                   env=cluster.env)
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+        assert cluster.squeue() == []
+    finally:
+        cluster.stop()
+    runs = rows(tmp_path / "results" / "in-image" / "runs.csv")
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"ok"}
+    meta = json.loads((tmp_path / "results" / "in-image" / "meta.json").read_text())
+    assert [h["containers"] for h in meta["hosts"]] == [["podman"]]

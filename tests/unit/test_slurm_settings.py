@@ -105,8 +105,9 @@ def test_every_task_runs_the_batch_file_of_its_own_index(tmp_path):
                          env={"PATH": f"{fake}:/usr/bin:/bin", "SLURM_ARRAY_TASK_ID": "7",
                               "SLURMD_NODENAME": "node12"}).stdout.splitlines()
     assert out[:4] == ["exec", "--bind", "/shared dir", "testbed.sif"]
-    assert out[5:] == ["-m", "testbed", "batch", f"{tmp_path}/round-1-task7.json",
-                       "--kernel", "uml-virtual", "--host", "node12"]
+    assert out[5] == "-c" and "from testbed.cli import main" in out[6]
+    assert out[7:] == ["batch", f"{tmp_path}/round-1-task7.json", "--kernel", "uml-virtual",
+                       "--host", "node12"]
 
 
 def test_without_slurm_s_commands_the_error_says_what_to_install(monkeypatch, tmp_path):

@@ -89,6 +89,20 @@ def _time_travel_arg() -> str | None:
     return None
 
 
+# what a container engine leaves in the root it gives a container. Asked on the host, not inside
+# the pinned kernel: the kernel mounts a /run of its own over podman's mark.
+CONTAINER_MARKS = {"podman": "/run/.containerenv", "docker": "/.dockerenv",
+                   "apptainer": "/.singularity.d"}
+
+
+def container() -> str | None:
+    """The engine of the container this kernel's root file system belongs to, if any."""
+    for engine, mark in CONTAINER_MARKS.items():
+        if Path(mark).exists():
+            return engine
+    return None
+
+
 def collect() -> dict[str, Any]:
     uname = os.uname()
     return {
