@@ -54,6 +54,18 @@ class PointState:
                                        reps.min, reps.max)
 
 
+def free_reps(taken: list[int], count: int) -> list[int]:
+    """The `count` lowest repetition numbers no finished run holds: a run left half-finished
+    (an interrupted worker, a cancelled Slurm task) is redone under its own id, and ids stay
+    1..n without gaps."""
+    free, rep, held = [], 1, set(taken)
+    while len(free) < count:
+        if rep not in held:
+            free.append(rep)
+        rep += 1
+    return free
+
+
 class Harness:
     def __init__(self, experiment: Experiment, workers: int | None = None,
                  kernel: str | None = None, ledger: Ledger | None = None,
@@ -134,8 +146,7 @@ class Harness:
     def next_round(self, states: dict[str, PointState]) -> list[dict[str, Any]]:
         orders = []
         for state in states.values():
-            first = max(state.reps, default=0) + 1
-            for rep in range(first, first + state.needed(self.experiment)):
+            for rep in free_reps(state.reps, state.needed(self.experiment)):
                 orders.append(self.order(state.point, rep))
         return orders
 
@@ -201,7 +212,8 @@ class Harness:
         return batches
 
     def execute(self, orders: list[dict[str, Any]], label: str) -> None:
-        count = slurm.task_count(orders, self.slurm) if self.slurm else self.workers
+        count = (slurm.task_count(orders, self.slurm, slurm.slots(self.slurm)) if self.slurm
+                 else self.workers)
         batches = self.batches(orders, count)
         ids = [o["id"] for o in orders]
         estimate = max(sum(o["estimate_s"] for o in b) for b in batches) + 15

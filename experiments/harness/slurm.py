@@ -9,7 +9,8 @@ leaves its unfinished runs pending, and the next round plans them again.
 Settings come from the experiment's `[run.slurm]` table, overridden by `--slurm-*` options:
 
     partition       where to queue (default: the cluster's default partition)
-    task_runs       runs per array task (default: as many as fill about `task_minutes`)
+    task_runs       runs per array task (default: as many as fill about `task_minutes`, but
+                    at least as many tasks as the partition runs at once)
     task_minutes    the estimated work per task when task_runs is not given (default 30)
     time_limit_min  per task (default: twice the task's estimate plus 10 minutes, never more
                     than its runs' time-outs add up to)
@@ -110,14 +111,35 @@ def overridden(settings: SlurmSettings, **options: Any) -> SlurmSettings:
     return changed
 
 
-def task_count(orders: list[dict[str, Any]], settings: SlurmSettings) -> int:
-    """How many array tasks a round's runs go into."""
+def task_count(orders: list[dict[str, Any]], settings: SlurmSettings,
+               slots: int | None = None) -> int:
+    """How many array tasks a round's runs go into: `task_runs` each when given; else tasks of
+    about `task_minutes` of estimated work, but never fewer than the tasks the partition can
+    run at once (`slots`), so that a small round still spreads over the cluster."""
     if not orders:
         return 0
     if settings.task_runs:
         return math.ceil(len(orders) / settings.task_runs)
     work_s = sum(o["estimate_s"] for o in orders)
-    return max(1, min(len(orders), math.ceil(work_s / (60 * settings.task_minutes))))
+    by_work = math.ceil(work_s / (60 * settings.task_minutes))
+    return max(1, min(len(orders), max(by_work, slots or 1)))
+
+
+def slots(settings: SlurmSettings) -> int | None:
+    """Tasks the partition can run at once: its usable CPUs (not down or drained) over the CPUs
+    a task asks for; None when sinfo cannot say."""
+    argv = ["sinfo", "-h", "-o", "%C", *(["-p", settings.partition] if settings.partition
+                                          else [])]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    total = 0
+    for line in proc.stdout.split():
+        counts = line.split("/")  # allocated/idle/other/total
+        if len(counts) == 4 and all(c.isdigit() for c in counts):
+            total += int(counts[3]) - int(counts[2])
+    return total // settings.cpus if proc.returncode == 0 and total > 0 else None
 
 
 def time_limit_min(batches: list[list[dict[str, Any]]], settings: SlurmSettings) -> int:

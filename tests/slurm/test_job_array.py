@@ -1,6 +1,7 @@
-"""An experiment through the Slurm job-array path on a real one-node Slurm: every run done
-once, an array task cancelled in mid-run redone in the next round, results of the same kind as
-a local run's, Ctrl-C cancelling the job it submitted and nothing else."""
+"""Experiments through the Slurm job-array path on a real one-node Slurm: the smoke experiment
+with every run done once and an array task cancelled in mid-run redone in the next round,
+results of the same kind as a local run's; Ctrl-C cancelling the job it submitted and nothing
+else."""
 from __future__ import annotations
 
 import csv
@@ -76,64 +77,99 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def test_every_run_once_and_a_cancelled_task_redone(cluster, tmp_path):
-    toml = experiment(tmp_path, "array")
+def batch_files(ledger: Path, round_number: int) -> list[Path]:
+    return sorted(p for p in (ledger / ".work").glob(f"*round-{round_number}-slurm-*")
+                  if re.fullmatch(r".*-task\d+\.json", p.name))
+
+
+def batch_runs(path: Path) -> list[str]:
+    return [run["id"] for run in json.loads(path.read_text())["runs"]]
+
+
+def test_smoke_runs_every_run_once_and_redoes_a_task_cancelled_in_mid_run(cluster, tmp_path):
+    """The smoke experiment (48 runs and more until tight), in virtual time, as one job array
+    per round on a one-node Slurm; one task is cancelled while its kernel is inside a run."""
     results, log = tmp_path / "results", tmp_path / "coordinator.log"
-    ledger = results / "array"
-    coordinator = start(cluster, toml, results, log, "--slurm")
+    ledger = results / "smoke"
+    virtual = {**cluster.env, "KERNEL": "uml-virtual"}
+    began = time.monotonic()
+    coordinator = subprocess.Popen([PYTHON, "-m", "testbed", "run", "smoke", "--results",
+                                    str(results), "--slurm"], cwd=REPO, env=virtual,
+                                   stdout=log.open("w"), stderr=subprocess.STDOUT)
     try:
-        job = wait_for(lambda: re.search(r"Slurm job (\d+), 4 tasks", log.read_text()), 60,
-                       "the job submitted")[1]
-        task1 = wait_for(lambda: sorted((ledger / ".work").glob("*round-1-slurm-*-task1.json")),
-                         10, "task 1's batch file")[0]
-        (victim,) = [run["id"] for run in json.loads(task1.read_text())["runs"]]
-        # in mid-run: the kernel has booted and begun the run, whose record is not yet written
-        wait_for(lambda: (ledger / "runs" / victim).is_dir(), 120, f"{victim} started")
-        assert not (ledger / "runs" / victim / "result.json").exists()
-        cancelled_at = time.time()
+        submitted = wait_for(lambda: re.search(r"round 1: Slurm job (\d+), (\d+) tasks",
+                                               log.read_text()), 60, "the job submitted")
+        job = submitted[1]
+        assert int(submitted[2]) >= 2, "one task per CPU of the node at least"
+        task1 = wait_for(lambda: [p for p in batch_files(ledger, 1) if
+                                  p.name.endswith("-task1.json")], 10, "task 1's batch")[0]
+        ids = batch_runs(task1)
+
+        def in_a_run() -> bool:
+            # the kernel has begun a run of task 1 and not yet written its record
+            return any((ledger / "runs" / i).is_dir() and
+                       not (ledger / "runs" / i / "result.json").exists() for i in ids)
+        deadline = time.monotonic() + 120
+        while not in_a_run():
+            assert time.monotonic() < deadline, "task 1 never began a run"
+            time.sleep(0.02)
         subprocess.run(["scancel", f"{job}_1"], env=cluster.env, check=True)
-        assert coordinator.wait(timeout=900) == 0, log.read_text()[-3000:]
+        cancelled_at = time.time()
+        assert coordinator.wait(timeout=1200) == 0, log.read_text()[-3000:]
     finally:
         if coordinator.poll() is None:
             coordinator.kill()
+    slurm_wall_s = time.monotonic() - began
     output = log.read_text()
     assert f"Slurm task {job}_1 was cancelled" in output
-    assert "round 2: Slurm job" in output
-    # redone in round 2, once; every other run ran once, in round 1
-    (redo,) = [p for p in (ledger / ".work").glob("*round-2-slurm-*")
-               if re.fullmatch(r".*-task\d+\.json", p.name)]
-    assert [run["id"] for run in json.loads(redo.read_text())["runs"]] == [victim]
-    record = json.loads((ledger / "runs" / victim / "result.json").read_text())
-    assert record["status"] == "ok" and record["started"] > cancelled_at
+    assert cluster.squeue() == []
+
+    records = {p.parent.name: json.loads(p.read_text())
+               for p in (ledger / "runs").glob("*/result.json")}
+    cut_short = [i for i in ids if records[i]["started"] > cancelled_at]
+    assert cut_short, "every run of task 1 had finished before the cancel"
+    # redone in round 2 under their own ids; no run that had finished ran again
+    round2 = [i for path in batch_files(ledger, 2) for i in batch_runs(path)]
+    assert set(cut_short) <= set(round2)
+    round1_done = {i for i, r in records.items() if r["started"] < cancelled_at}
+    assert not round1_done & set(round2)
+    assert {r["status"] for r in records.values()} == {"ok"}
+    assert not [d for d in (ledger / "runs").iterdir() if d.name not in records], \
+        "a half-finished run was left behind"
     runs = rows(ledger / "runs.csv")
-    assert sorted(r["run_id"] for r in runs) == sorted(
-        p.name for p in (ledger / "runs").iterdir())
-    assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
-    assert all(float(r["transfer_time_s"]) > 5 for r in runs)  # 2 MB at 3 Mbit/s
+    assert sorted(r["run_id"] for r in runs) == sorted(records)
+    summary = rows(ledger / "summary.csv")
+    assert len(summary) == 16 and all(int(r["n"]) >= 3 for r in summary)
     # each run names the node that ran it; each batch its Slurm job and task
     meta = json.loads((ledger / "meta.json").read_text())
     assert [h["host"] for h in meta["hosts"]] == [cluster_node(cluster)]
+    assert meta["clock"].startswith("virtual")
     batches = [json.loads(p.read_text()) for p in (ledger / ".work").glob("*.metadata.json")]
-    tasks = {(b["slurm"]["array_job_id"], b["slurm"]["array_task_id"]) for b in batches}
-    assert {(job, "0"), (job, "2"), (job, "3")} <= tasks
-    assert cluster.squeue() == []
+    assert {(job, "0")} <= {(b["slurm"]["array_job_id"], b["slurm"]["array_task_id"])
+                            for b in batches}
 
-    # the same experiment run here: the same points, columns and kind of numbers
+    # the same experiment run here: the same points, columns and, where the link decides the
+    # time (200K files at loss 0), the same times. (10K sessions on the LAN last 0.4 s, mostly
+    # computing, which this clock charges as it happens: they vary by several percent with
+    # the machine's load, wherever they are scheduled.)
     local = tmp_path / "local"
-    here = subprocess.run([PYTHON, "-m", "testbed", "run", str(toml), "--results", str(local),
-                           "--workers", "2"], cwd=REPO, capture_output=True, text=True,
-                          timeout=900)
+    began = time.monotonic()
+    here = subprocess.run([PYTHON, "-m", "testbed", "run", "smoke", "--results", str(local),
+                           "--workers", "2"], cwd=REPO, env=virtual, capture_output=True,
+                          text=True, timeout=1200)
+    local_wall_s = time.monotonic() - began
     assert here.returncode == 0, here.stderr[-3000:]
-    local_runs = rows(local / "array" / "runs.csv")
+    print(f"smoke in virtual time: {slurm_wall_s:.0f} s through Slurm (a task cancelled), "
+          f"{local_wall_s:.0f} s here")
+    local_runs = rows(local / "smoke" / "runs.csv")
     assert list(local_runs[0]) == list(runs[0])
-    assert sorted(r["run_id"] for r in local_runs) == sorted(r["run_id"] for r in runs)
-    slurm_summary, local_summary = rows(ledger / "summary.csv"), rows(local / "array" /
-                                                                       "summary.csv")
-    assert list(slurm_summary[0]) == list(local_summary[0])
-    for ours, theirs in zip(sorted(slurm_summary, key=lambda r: r["point"]),
-                            sorted(local_summary, key=lambda r: r["point"]), strict=True):
-        assert ours["point"] == theirs["point"]
-        assert abs(float(ours["mean_s"]) / float(theirs["mean_s"]) - 1) < 0.05
+    local_summary = {r["point"]: r for r in rows(local / "smoke" / "summary.csv")}
+    assert list(next(iter(local_summary.values()))) == list(summary[0])
+    assert set(local_summary) == {r["point"] for r in summary}
+    for ours in summary:
+        if float(ours["loss"]) == 0 and ours["file_size"] == "204800":
+            theirs = float(local_summary[ours["point"]]["mean_s"])
+            assert abs(float(ours["mean_s"]) / theirs - 1) < 0.02, ours["point"]
 
 
 def cluster_node(cluster: OneNodeCluster) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from experiments.harness import slurm, spec
-from experiments.harness.coordinator import Harness, HarnessError
+from experiments.harness.coordinator import Harness, HarnessError, free_reps
 from experiments.harness.ledger import Ledger
 
 GOOD = """
@@ -71,12 +71,16 @@ def orders(estimates: list[float], timeout_s: float = 120) -> list[dict]:
             for i, e in enumerate(estimates)]
 
 
-def test_a_round_is_cut_into_tasks_by_runs_or_by_estimated_minutes():
+def test_a_round_is_cut_into_tasks_by_runs_by_estimated_minutes_or_by_free_slots():
     round_ = orders([600.0] * 10)  # 100 minutes of estimated work
     assert slurm.task_count(round_, slurm.SlurmSettings(task_runs=3)) == 4
     assert slurm.task_count(round_, slurm.SlurmSettings()) == 4            # 30 min a task
     assert slurm.task_count(round_, slurm.SlurmSettings(task_minutes=10)) == 10
     assert slurm.task_count(orders([1.0] * 5), slurm.SlurmSettings()) == 1
+    # a small round still spreads over what the partition runs at once, a run a task at most
+    assert slurm.task_count(orders([1.0] * 5), slurm.SlurmSettings(), slots=3) == 3
+    assert slurm.task_count(orders([1.0] * 5), slurm.SlurmSettings(), slots=64) == 5
+    assert slurm.task_count(round_, slurm.SlurmSettings(), slots=2) == 4
     assert slurm.task_count([], slurm.SlurmSettings()) == 0
 
 
@@ -134,3 +138,10 @@ def test_one_experiment_s_runs_come_from_one_kernel_and_one_clock(tmp_path):
                    "virtual (time-travel=wall-cpu)", "node2")
     with pytest.raises(HarnessError, match=r"more than one kernel or clock: .*node1.*node2"):
         harness.refuse_mixed_kernels()
+
+
+def test_a_half_finished_run_is_redone_under_its_own_id():
+    assert free_reps([], 3) == [1, 2, 3]
+    assert free_reps([2], 2) == [1, 3]          # r001 was cut short, r002 finished
+    assert free_reps([1, 2, 3], 1) == [4]
+    assert free_reps([1, 3, 5], 3) == [2, 4, 6]
