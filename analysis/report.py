@@ -214,8 +214,10 @@ def _runs(results: ResultSet, report: Report, module: ModuleType | None) -> str:
         rows.append([html.cell(run["run_id"]), html.cell(run["status"]),
                      html.cell(run.get(metric)),
                      *[html.cell(run.get(column)) for column, _ in extra],
+                     html.cell(run.get("queue_drops_data")), html.cell(run.get("loss_drops_data")),
                      html.cell(run.get("flagged")), f"<td>{link}</td>",
                      html.cell(run.get("reasons") or run.get("notes") or "")])
     note = module.pcap_note() if module is not None and hasattr(module, "pcap_note") else ""
     return note + html.table(["run", "status", metric, *[label for _, label in extra],
+                              "queue drops (data direction)", "losses (data direction)",
                               "flagged", "pcap", "notes"], rows, raw=True)

@@ -68,11 +68,13 @@ def execute(net: Topology, run: dict[str, Any]) -> dict[str, Any]:
         net.set_links(shapes(run["links"]))
         for host in net.end_hosts():
             apply_sysctls(net.node(host), run["sysctls"])
+        before = net.queue_counters()
         mark("links_and_sysctls")
         try:
             workloads.get(run["workload_kind"]).execute(net, run, run_dir, record, mark)
         finally:
             mark("stop")
+        record["queues"] = queue_deltas(before, net.queue_counters())
         record["status"] = "ok"
     except RunFailure as failure:
         record["reasons"].append(str(failure))
@@ -83,6 +85,14 @@ def execute(net: Topology, run: dict[str, Any]) -> dict[str, Any]:
     record["sysctls"] = run["sysctls"]
     write_record(run_dir, record)
     return record
+
+
+def queue_deltas(before: dict[str, dict[str, int]],
+                 after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """What the run did at each shaped egress: packets sent on, dropped by the queue, lost."""
+    return {direction: {key: value - before[direction].get(key, 0)
+                        for key, value in counts.items()}
+            for direction, counts in after.items()}
 
 
 def link_checks(net: Topology, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,6 +7,8 @@ at one of them and one loss ratio shapes each direction, and what a kernel build
     dumbbell   [network] access_rate, access_delay, access_queue, mtu, loss_on ("data": the
                bottleneck's data direction only; "both"); [[network.bottlenecks]] name,
                pairs, rate, delay, queue
+    any        [network] queue_never_drops = true: the experiment's premise that its queues are
+               large enough never to overflow; a run whose queues dropped is flagged
 
 Every error names the file, the key and the reason (through the experiment file's reader)."""
 from __future__ import annotations
@@ -56,6 +58,9 @@ class Network:
     mtu: int | None = None
     access: LinkShape | None = None  # dumbbell's access links
     loss_on: str = "both"
+    # the experiment's premise that no queue ever overflows: a run whose queues dropped is
+    # flagged
+    queue_never_drops: bool = False
 
     @property
     def entry_table(self) -> str:
@@ -96,6 +101,18 @@ class Network:
         return {"rate_bps": shape.get("rate_bps"), "delay_s": shape.get("delay_s"),
                 "queue": shape.get("queue")}
 
+    def queue_row(self, queues: dict[str, dict[str, int]] | None,
+                  data: str) -> dict[str, Any]:
+        """The run's drops as runs.csv shows them: at the egress of `data`, the direction its
+        workload sends its data in, and at every other one together (None for runs from
+        before they were counted)."""
+        row: dict[str, Any] = {}
+        for key in ("queue_drops", "loss_drops"):
+            row[f"{key}_data"] = None if queues is None else queues.get(data, {}).get(key, 0)
+            row[f"{key}_other"] = None if queues is None else sum(
+                c.get(key, 0) for d, c in queues.items() if d != data)
+        return row
+
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"topology": self.kind, "mtu": self.mtu,
                                self.entry_table: [e.record() for e in self.entries]}
@@ -104,13 +121,14 @@ class Network:
         if self.access is not None:
             out["access"] = self.access.to_dict()
             out["loss_on"] = self.loss_on
+        out["queue_never_drops"] = self.queue_never_drops
         return out
 
 
-PATH_SCHEMA = {"queue": str, "paths": list, "mtu": int}
+PATH_SCHEMA = {"queue": str, "paths": list, "mtu": int, "queue_never_drops": bool}
 PATH_KEYS = {"name": str, "rate": str, "delay": str}
 DUMBBELL_SCHEMA = {"access_rate": str, "access_delay": str, "access_queue": str, "mtu": int,
-                   "loss_on": str, "bottlenecks": list}
+                   "loss_on": str, "bottlenecks": list, "queue_never_drops": bool}
 BOTTLENECK_KEYS = {"name": str, "pairs": int, "rate": str, "delay": str, "queue": str}
 SCHEMAS = {"path": PATH_SCHEMA, "dualpath": PATH_SCHEMA, "dumbbell": DUMBBELL_SCHEMA}
 MAX_PAIRS = 50
@@ -127,7 +145,8 @@ def read(reader: Reader, kind: str, table: dict[str, Any]) -> Network:
     queue = reader.guard("network.queue", parse_queue, reader.required(table, "queue", "network"))
     entries = _entries(reader, reader.required(table, "paths", "network"), "paths", PATH_KEYS,
                        lambda where, entry: _path_entry(reader, where, entry, queue))
-    return Network(kind, entries, queue=queue, mtu=mtu)
+    return Network(kind, entries, queue=queue, mtu=mtu,
+                   queue_never_drops=table.get("queue_never_drops", False))
 
 
 def _dumbbell(reader: Reader, table: dict[str, Any], mtu: int | None) -> Network:
@@ -144,7 +163,8 @@ def _dumbbell(reader: Reader, table: dict[str, Any], mtu: int | None) -> Network
                                              "direction only) or 'both'")
     entries = _entries(reader, reader.required(table, "bottlenecks", "network"), "bottlenecks",
                        BOTTLENECK_KEYS, lambda where, entry: _bottleneck(reader, where, entry))
-    return Network("dumbbell", entries, mtu=mtu, access=access, loss_on=loss_on)
+    return Network("dumbbell", entries, mtu=mtu, access=access, loss_on=loss_on,
+                   queue_never_drops=table.get("queue_never_drops", False))
 
 
 def _entries(reader: Reader, values: list[Any], table: str, keys: dict[str, Any],

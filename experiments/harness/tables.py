@@ -21,7 +21,8 @@ from .ledger import Ledger
 from .profiles import COMMON_SYSCTLS, SCTP_KNOBS, TCP_PROFILES
 from .spec import Experiment
 
-RUN_TAIL = ["rate_bps", "delay_s", "queue", "pcap", "pcap_bytes", "host", "started", "ended",
+RUN_TAIL = ["rate_bps", "delay_s", "queue", "queue_drops_data", "queue_drops_other",
+            "loss_drops_data", "loss_drops_other", "pcap", "pcap_bytes", "host", "started", "ended",
             "reasons", "notes"]
 SUMMARY_STATS = ("mean", "sd", "ci90_half", "ci90_rel", "ci_half")
 SUMMARY_TAIL = ["metric", "status", "runs_failed", "runs_flagged"]
@@ -57,7 +58,10 @@ def run_rows(experiment: Experiment, ledger: Ledger) -> list[dict[str, Any]]:
                if record.get("pcap") else "",
                "host": record.get("host", ""), "started": record.get("started"),
                "ended": record.get("ended"),
-               "reasons": "; ".join(record.get("reasons", [])), **analysis_rows[run_id]}
+               "reasons": "; ".join(record.get("reasons", [])), **analysis_rows[run_id],
+               **experiment.network.queue_row(
+                   record.get("queues"), experiment.kind.data_direction[experiment.topology])}
+        premise_broken(experiment, row)
         if row["status"] == "ok" and row.get(metric) is None:
             row["status"] = "failed"  # verified data but no measurement: not a number
         rows.append(row)
@@ -116,6 +120,16 @@ def write_csv(path: Path, columns: list[str], rows: list[dict[str, Any]]) -> Non
         for row in rows:
             writer.writerow({k: _cell(row.get(k)) for k in columns})
     os.replace(partial, path)
+
+
+def premise_broken(experiment: Experiment, row: dict[str, Any]) -> None:
+    """Flags a run whose queues dropped packets where its experiment says none may."""
+    dropped = (row.get("queue_drops_data") or 0) + (row.get("queue_drops_other") or 0)
+    if experiment.network.queue_never_drops and dropped > 0:
+        row["flagged"] = True
+        note = (f"the router's queues dropped {dropped} packets ({row['queue_drops_data']} in "
+                "the data direction); the experiment says they never overflow")
+        row["notes"] = "; ".join(n for n in (row.get("notes"), note) if n)
 
 
 def _cell(value: Any) -> Any:

@@ -101,6 +101,7 @@ class Point:
 class Workload(Protocol):
     kind: str
     topologies: tuple[str, ...]          # the topologies it can run on
+    data_direction: dict[str, str]       # per topology, the shaped direction its data take
     top_keys: dict[str, Any]             # top-level keys of the experiment file it owns
     matrix_keys: dict[str, Any]          # its axes in [matrix], beside loss and tcp_profiles
     table: str | None                    # the table of its own settings ([flows]), if any

@@ -86,6 +86,7 @@ def gain_pct(sctp: list[float], tcp: list[float]) -> float | None:
 class BulkFlows:
     kind = KIND
     topologies = ("dumbbell",)
+    data_direction = {"dumbbell": "bottleneck-up"}   # senders s<i> to receivers d<i>
     top_keys: dict[str, Any] = {}
     matrix_keys: dict[str, Any] = {}
     table = "flows"

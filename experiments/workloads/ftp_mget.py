@@ -123,6 +123,7 @@ def pcap_interval(pcap: Path, transport: str, interval: str) -> float | None:
 class FtpMget:
     kind = KIND
     topologies = ("path",)
+    data_direction = {"path": "down"}    # downloads: server to client
     top_keys = {"metric": str}
     matrix_keys = {"file_sizes": list, "files": int, "variants": list}
     table = None

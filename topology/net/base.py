@@ -2,6 +2,7 @@
 forward, wire-sized frames, shaped router egresses, and a teardown that always runs."""
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -182,6 +183,19 @@ class Topology:
         for direction, shape in shapes.items():
             self.egress[direction].shape = shape
         self.timings_s["reconfigure"] = time.monotonic() - started
+
+    def queue_counters(self) -> dict[str, dict[str, int]]:
+        """Per shaped direction, its router's cumulative counters (shaping.counters): take them
+        before and after a run, and the difference is what the run did to the queues."""
+        found = {}
+        for direction, egress in self.egress.items():
+            out = egress.node.cmd(f"tc -s -j qdisc show dev {egress.dev}")
+            try:
+                found[direction] = shaping.counters(json.loads(out))
+            except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
+                raise TopologyError(f"{egress.node.name}: unreadable qdisc statistics of "
+                                    f"{egress.dev}: {out.strip()[:200]}") from None
+        return found
 
     def shapes(self) -> dict[str, dict[str, Any]]:
         return {name: e.shape.to_dict() for name, e in self.egress.items()}

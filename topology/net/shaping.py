@@ -67,3 +67,18 @@ def change(dev: str, old: LinkShape, new: LinkShape,
         elif old.queue != new.queue:
             lines.append(_fifo(dev, "change", new))
     return lines
+
+
+def counters(qdiscs: list[dict]) -> dict[str, int]:
+    """What one egress did, from its tree's cumulative statistics (`tc -s -j qdisc show`):
+    packets it sent on, packets the drop-tail queue dropped (and its overlimits), and packets
+    lost on purpose. netem counts both its own random losses and whatever its child tree
+    dropped, so the losses are netem's drops less the rate limiter's, which include the
+    queue's."""
+    by_handle = {q.get("handle"): q for q in qdiscs}
+    netem, htb, fifo = by_handle.get("1:", {}), by_handle.get("10:", {}), by_handle.get("20:", {})
+    queue_drops = int(fifo.get("drops", 0))
+    return {"packets": int((fifo or netem).get("packets", 0)),
+            "queue_drops": queue_drops,
+            "queue_overlimits": int(fifo.get("overlimits", 0)),
+            "loss_drops": int(netem.get("drops", 0)) - int(htb.get("drops", 0))}

@@ -1,0 +1,84 @@
+"""Every run carries what the router's queues did, read from the router's own statistics: a
+queue too small for its path overflows at loss 0 and the run is flagged because its
+experiment says the queues never overflow; with loss, the losses netem drew are counted apart
+from the overflows. The packets the router sent on agree with the client's pcap."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+
+import pytest
+
+from tests.harness.conftest import harness
+
+EXPERIMENT = """\
+name = "drops"
+description = "a queue too small for its path (5 packets at 1 Mbit/s), and 10% loss"
+[network]
+queue = "5p"
+queue_never_drops = true
+[[network.paths]]
+name = "narrow"
+rate = "1Mbit"
+delay = "5ms"
+[matrix]
+loss = [0.0, 0.1]
+file_sizes = ["200K"]
+files = 2
+variants = ["tcp"]
+[repetitions]
+min = 2
+max = 2
+[run]
+timeout_s = 120
+"""
+
+
+@pytest.fixture(scope="module")
+def drops(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("drops")
+    (folder / "drops.toml").write_text(EXPERIMENT)
+    done = harness("run", str(folder / "drops.toml"), "--results", str(folder / "results"),
+                   timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder / "results" / "drops"
+
+
+def frames(pcap, display_filter: str) -> int:
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", display_filter], capture_output=True,
+                         text=True, check=True).stdout
+    return len(out.splitlines())
+
+
+def test_an_overflowing_queue_is_counted_and_flagged(drops):
+    with (drops / "runs.csv").open() as handle:
+        runs = list(csv.DictReader(handle))
+    assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
+    for run in runs:
+        # TCP's first flight alone is twice the queue
+        assert int(run["queue_drops_data"]) > 0, run["run_id"]
+        assert run["flagged"] == "True" and "never overflow" in run["notes"]
+        if run["loss"] == "0":
+            assert int(run["loss_drops_data"]) == int(run["loss_drops_other"]) == 0
+        else:
+            assert int(run["loss_drops_data"]) > 0 and int(run["loss_drops_other"]) > 0
+    summary = list(csv.DictReader((drops / "summary.csv").open()))
+    assert all(r["runs_flagged"] == "2" for r in summary)
+
+
+def test_the_router_s_counts_agree_with_the_client_s_pcap(drops):
+    for record_file in (drops / "runs").glob("*/result.json"):
+        record = json.loads(record_file.read_text())
+        down, up = record["queues"]["down"], record["queues"]["up"]
+        pcap = drops / "pcaps" / f"{record['id']}.pcap"
+        # what the router put on the wire to the client is what the client captured (the
+        # capture starts a moment after the counters are read, and stops a moment before)
+        assert abs(frames(pcap, "ip.dst == 10.0.1.1") - down["packets"]) <= 3, record["id"]
+        # what the client sent is what reached the router's egress to the server, or was lost
+        sent = frames(pcap, "ip.src == 10.0.1.1")
+        assert abs(sent - up["packets"] - up["loss_drops"] - up["queue_drops"]) <= 3
+        if record["params"]["loss"] > 0:
+            share = down["loss_drops"] / (down["packets"] + down["loss_drops"] +
+                                          down["queue_drops"])
+            assert 0.04 < share < 0.18, share  # 10% Bernoulli over about 350 packets
