@@ -102,9 +102,12 @@ class OneNodeCluster:
         self._daemon(["munged", "--force", f"--key-file={key}", f"--socket={munge}/munge.socket",
                       f"--pid-file={munge}/munged.pid", f"--seed-file={munge}/seed",
                       f"--log-file={self.folder}/log/munged.log"])
-        self.conf.write_text(config(self.folder, socket.gethostname()))
+        # Slurm names hosts by their short name; slurmd is told its own, whatever the machine's
+        # hostname looks like
+        host = socket.gethostname().split(".")[0]
+        self.conf.write_text(config(self.folder, host))
         self._daemon(["slurmctld", "-c"])
-        self._daemon(["slurmd"])
+        self._daemon(["slurmd", "-N", host])
         self._wait_idle()
         return self
 
