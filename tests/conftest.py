@@ -5,6 +5,7 @@ command line (topology/kernel/uml.py): `.ci/run` sets one for the whole of `make
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
 os.environ.setdefault("TESTBED_OWNER", f"pytest-{os.getpid()}")
+
+
+def default_sigint() -> None:
+    """For `preexec_fn` of a child a test interrupts as a user's Ctrl-C would: a test session
+    started in the background without job control (`nohup make test &`) ignores SIGINT, its
+    children inherit that, and Python then never turns SIGINT into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stray_kernels(marker: str = f"TESTBED_OWNER={os.environ['TESTBED_OWNER']}") -> list[str]:

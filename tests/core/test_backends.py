@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import stray_kernels
+from tests.conftest import default_sigint, stray_kernels
 from topology.kernel import BackendError, open_backend
 from topology.kernel.capabilities import missing_pieces
 from topology.kernel.uml import pinned_release
@@ -76,7 +76,8 @@ def test_a_kernel_crash_is_reported_not_hung():
 
 def test_ctrl_c_halts_the_kernel_and_leaves_no_process():
     proc = subprocess.Popen([PYTHON, "-m", "testbed", "kernel", "--", "sleep", "600"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     marker = f"umid=tb{proc.pid}-"
     deadline = time.monotonic() + 60
     while not stray_kernels(marker) and time.monotonic() < deadline:

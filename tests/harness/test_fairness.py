@@ -15,6 +15,7 @@ import pytest
 
 from experiments.tshark import fields
 from experiments.tshark.transport import sctp_frames
+from tests.conftest import default_sigint
 from tests.harness.conftest import PYTHON, REPO, harness
 
 RUN_LIMIT_S = 1800
@@ -120,7 +121,8 @@ def test_interrupted_resumed_second_round_and_report(tmp_path):
     runs = results / "fairness-resume" / "runs"
     first = subprocess.Popen([PYTHON, "-m", "testbed", "run", str(experiment), "--kernel",
                               "uml-virtual", "--results", str(results), "--workers", "1"],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_sigint)
     deadline = time.monotonic() + 600
     while not list(runs.glob("*/result.json")) and time.monotonic() < deadline:
         time.sleep(0.5)

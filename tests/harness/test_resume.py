@@ -5,7 +5,7 @@ import signal
 import subprocess
 import time
 
-from tests.conftest import stray_kernels
+from tests.conftest import default_sigint, stray_kernels
 from tests.harness.conftest import PYTHON, REPO, harness
 
 TINY = """
@@ -36,7 +36,8 @@ def test_interrupt_then_resume(tmp_path):
     runs = results / "tiny" / "runs"
     first = subprocess.Popen([PYTHON, "-m", "testbed", "run", str(experiment),
                               "--results", str(results), "--workers", "1"], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_sigint)
     deadline = time.monotonic() + 300
     while not list(runs.glob("*/result.json")) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.conftest import default_sigint
 from tests.slurm.cluster import OneNodeCluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +60,8 @@ def start(cluster: OneNodeCluster, toml: Path, results: Path, log: Path,
           *options: str) -> subprocess.Popen:
     return subprocess.Popen([PYTHON, "-m", "testbed", "run", str(toml), "--results",
                              str(results), *options], cwd=REPO, env=cluster.env,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT)
+                            stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            preexec_fn=default_sigint)
 
 
 def wait_for(condition, limit_s: float, what: str):
