@@ -92,6 +92,7 @@ class Harness:
         self.slurm = slurm_settings
         self.prepared: Any = None
         self._testbed: dict[str, Any] | None = None
+        self._intended: tuple[str, str] | None = None
 
     # -- the whole experiment ---------------------------------------------------------------
     def run(self) -> Path:
@@ -170,19 +171,17 @@ class Harness:
 
     # -- one kernel and one clock per experiment ---------------------------------------------
     def intended_kernel(self) -> tuple[str, str]:
-        """(backend, clock) that this harness's batches will boot."""
-        backend = open_backend(self.kernel, memory=launch.KERNEL_MEMORY)
-        return backend.name, getattr(backend, "clock", "real")
+        """(backend, clock) that this harness's batches will boot; asked of the backend once."""
+        if self._intended is None:
+            backend = open_backend(self.kernel, memory=launch.KERNEL_MEMORY)
+            self._intended = (backend.name, getattr(backend, "clock", "real"))
+        return self._intended
 
     def refuse_mixed_kernels(self, intended: tuple[str, str] | None = None) -> None:
         """Runs of one experiment come from one backend, kernel release and clock, whichever
         host ran them: a mean over two kernels or two clocks would measure neither."""
         seen: dict[tuple[str, str, str], set[str]] = {}
-        for path in sorted(self.ledger.work.glob("*.metadata.json")):
-            try:
-                batch = json.loads(path.read_text())
-            except json.JSONDecodeError:
-                continue
+        for batch in self.ledger.batch_metadata():
             kernel = (str(batch.get("backend")), str(batch.get("kernel_release")),
                       str(batch.get("clock")))
             seen.setdefault(kernel, set()).add(str(batch.get("host") or "unknown"))
@@ -274,8 +273,7 @@ class Harness:
         if not todo:
             return []
         files = [self.write_batch(f"{prefix}task{i}", batch) for i, batch in enumerate(todo)]
-        kernel = open_backend(self.kernel, memory=launch.KERNEL_MEMORY).name
-        job = slurm.submit(files, self.experiment.name, kernel, settings,
+        job = slurm.submit(files, self.experiment.name, self.intended_kernel()[0], settings,
                            slurm.time_limit_min(todo, settings), self.ledger.work)
         print(f"{self.experiment.name} {label}: Slurm job {job.job_id}, {len(files)} tasks "
               f"(scancel {job.job_id} stops it; so does Ctrl-C here)", flush=True)

@@ -17,9 +17,8 @@ KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel'
 BATCH_OVERHEAD_S = 300.0
 
 
-def timeout_s(batch_file: Path) -> float:
+def timeout_s(runs: list[dict]) -> float:
     """No run outlasts its time-out; the batch gets theirs and a boot's worth on top."""
-    runs = json.loads(batch_file.read_text())["runs"]
     return sum(run["timeout_s"] + 60 for run in runs) + BATCH_OVERHEAD_S
 
 
@@ -29,7 +28,7 @@ def run_batch_file(batch_file: Path, kernel: str | None) -> str | None:
     try:
         result = open_backend(kernel, memory=KERNEL_MEMORY).run(
             [PYTHON, "-m", "experiments.harness.kernel_batch", str(batch_file)],
-            timeout_s=timeout_s(batch_file))
+            timeout_s=timeout_s(json.loads(batch_file.read_text())["runs"]))
     except BackendError as error:
         return str(error)
     batch_file.with_suffix(".log").write_text(result.stdout + result.stderr)

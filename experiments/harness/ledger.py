@@ -74,6 +74,17 @@ class Ledger:
                     continue  # cannot happen with the atomic write; never counted if it does
         return records
 
+    def batch_metadata(self) -> list[dict[str, Any]]:
+        """What each batch's kernel recorded about itself (backend, release, clock, host, ...),
+        in the order of the files' names."""
+        batches = []
+        for path in sorted(self.work.glob("*.metadata.json")):
+            try:
+                batches.append(json.loads(path.read_text()))
+            except json.JSONDecodeError:
+                continue  # a batch still writing it
+        return batches
+
     def is_finished(self, run_id: str) -> bool:
         return (self.run_dir(run_id) / RECORD).is_file()
 

@@ -36,7 +36,11 @@ from typing import Any
 
 from topology.kernel.base import REPO_ROOT
 
+from . import launch
+
 TASK_OVERHEAD_S = 600.0     # queueing aside: a kernel's boot, topology, link checks, tables
+# beyond the kernel's own limit for the batch: the task's start and end around the kernel
+QUEUE_SLACK_S = TASK_OVERHEAD_S - launch.BATCH_OVERHEAD_S
 DEFAULT_TASK_MINUTES = 30.0
 POLL_S = 5.0
 SETTING_TYPES: dict[str, Any] = {
@@ -151,7 +155,7 @@ def time_limit_min(batches: list[list[dict[str, Any]]], settings: SlurmSettings)
     need = 0.0
     for batch in batches:
         estimate = 2 * sum(o["estimate_s"] for o in batch) + TASK_OVERHEAD_S
-        ceiling = sum(o["timeout_s"] + 60 for o in batch) + TASK_OVERHEAD_S
+        ceiling = launch.timeout_s(batch) + QUEUE_SLACK_S
         need = max(need, min(estimate, ceiling))
     return max(1, math.ceil(need / 60))
 

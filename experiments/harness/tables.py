@@ -180,12 +180,7 @@ def hosts(batches: list[dict[str, Any]], runs: list[dict[str, Any]]) -> list[dic
 def meta(experiment: Experiment, ledger: Ledger,
          runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The experiment as run and how: kernels, clocks, sysctls, profiles, tools, hosts."""
-    batches = []
-    for path in sorted(ledger.work.glob("*.metadata.json")):
-        try:
-            batches.append(json.loads(path.read_text()))
-        except json.JSONDecodeError:
-            continue
+    batches = ledger.batch_metadata()
     if runs is None:
         runs = run_rows(experiment, ledger)
     kernels = sorted({(b["backend"], b["kernel_release"]) for b in batches})

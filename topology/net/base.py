@@ -186,16 +186,23 @@ class Topology:
 
     def queue_counters(self) -> dict[str, dict[str, int]]:
         """Per shaped direction, its router's cumulative counters (shaping.counters): take them
-        before and after a run, and the difference is what the run did to the queues."""
-        found = {}
-        for direction, egress in self.egress.items():
-            out = egress.node.cmd(f"tc -s -j qdisc show dev {egress.dev}")
-            try:
-                found[direction] = shaping.counters(json.loads(out))
-            except (json.JSONDecodeError, TypeError, ValueError, AttributeError):
-                raise TopologyError(f"{egress.node.name}: unreadable qdisc statistics of "
-                                    f"{egress.dev}: {out.strip()[:200]}") from None
-        return found
+        before and after a run, and the difference is what the run did to the queues. One
+        `tc` per router, however many egresses it shapes."""
+        trees: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for egress in self.egress.values():
+            if egress.node.name not in trees:
+                out = egress.node.cmd("tc -s -j qdisc show")
+                try:
+                    qdiscs = json.loads(out)
+                    by_dev: dict[str, list[dict[str, Any]]] = {}
+                    for qdisc in qdiscs:
+                        by_dev.setdefault(qdisc.get("dev"), []).append(qdisc)
+                except (json.JSONDecodeError, TypeError, AttributeError):
+                    raise TopologyError(f"{egress.node.name}: unreadable qdisc statistics: "
+                                        f"{out.strip()[:200]}") from None
+                trees[egress.node.name] = by_dev
+        return {direction: shaping.counters(trees[egress.node.name].get(egress.dev, []))
+                for direction, egress in self.egress.items()}
 
     def shapes(self) -> dict[str, dict[str, Any]]:
         return {name: e.shape.to_dict() for name, e in self.egress.items()}
