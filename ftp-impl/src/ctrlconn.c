@@ -267,17 +267,29 @@ int ctrl_reply(struct ctrlconn *cc, struct reply *r) {
 }
 
 int ctrl_reply_bytes(const struct reply *r, unsigned long long *n) {
-  const char *p = strrchr(r->text, '(');
+  /* The count is the "(DIGITS bytes)" group that ends the text, before at
+   * most one final '.' (PROTOCOL.md): a '(' inside a file name earlier in
+   * the line is never taken for it. */
+  static const char tail[] = " bytes)";
+  size_t len = strlen(r->text), tl = sizeof tail - 1, end, start;
   unsigned long long v = 0;
-  int digits = 0;
-  if (p == NULL) {
+  if (len > 0 && r->text[len - 1] == '.') {
+    len--;
+  }
+  if (len < tl + 2 || memcmp(r->text + len - tl, tail, tl) != 0) {
     return -1;
   }
-  for (p++; *p >= '0' && *p <= '9' && digits < 19; p++, digits++) {
-    v = v * 10 + (unsigned long long)(*p - '0');
+  end = len - tl;
+  for (start = end;
+       start > 0 && r->text[start - 1] >= '0' && r->text[start - 1] <= '9';
+       start--) {
   }
-  if (digits == 0 || strncmp(p, " bytes)", 7) != 0) {
+  if (start == end || end - start > 19 || start == 0 ||
+      r->text[start - 1] != '(') {
     return -1;
+  }
+  for (; start < end; start++) {
+    v = v * 10 + (unsigned long long)(r->text[start] - '0');
   }
   *n = v;
   return 0;

@@ -60,7 +60,8 @@ int ctrl_pump(struct ctrlconn *cc, int timeout_ms);
 int ctrl_has_reply(const struct ctrlconn *cc);
 /* Next reply, receiving as needed.  -1 on error/timeout (cc->error). */
 int ctrl_reply(struct ctrlconn *cc, struct reply *r);
-/* Byte count "(N bytes)" in a 150 text; -1 if absent. */
+/* Byte count of a 150 text: the "(N bytes)" group that ends it, before at
+ * most one final '.'; -1 if absent. */
 int ctrl_reply_bytes(const struct reply *r, unsigned long long *n);
 
 #endif

@@ -139,6 +139,7 @@ static int take_replies(struct client *cl, struct job *j) {
     }
     j->final_code = r.code;
     (void)str_copy(j->final_text, sizeof j->final_text, r.text);
+    cl->refused = r.code == 550 && !j->prelim;
     if (r.code >= 300) {
       return client_fail(cl, "%s %s failed: %d %s", j->cmd, j->arg, r.code,
                          r.text);
@@ -305,8 +306,13 @@ int xfer_get(struct client *cl, const char *remote) {
   j.arg = remote;
   j.sink = &k;
   j.upload_fd = -1;
+  cl->refused = 0;
   if (transfer(cl, &j) != 0) {
-    sink_abandon(&k);
+    if (cl->refused) {
+      sink_remove(&k); /* refused before any data: no file at all */
+    } else {
+      sink_abandon(&k);
+    }
     return -1;
   }
   return sink_finish(&k, j.announced, cl->error, sizeof cl->error);
