@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cmdio.h"
+#include "datapump.h"
 #include "ftpcodes.h"
 #include "logging.h"
 #include "sysutil.h"
@@ -156,10 +157,34 @@ static int await_delivery(struct session *s, struct xp_conn *data) {
   return 0;
 }
 
+/* Classic TCP transfers go through the pump: a deadline on progress, and
+ * ABOR or the client's departure noticed between chunks. */
+static int pumped(struct session *s, struct xp_conn *data, int fd,
+                  const char *buf, uint64_t count) {
+  switch (pump_send(s, data, fd, buf, count)) {
+  case PUMP_DONE: return await_delivery(s, data);
+  case PUMP_ABORTED: s->aborted = 1; return -1;
+  case PUMP_CTRL_GONE:
+    log_line("DISCONNECT by peer during a transfer");
+    s->quit = 1;
+    return -1;
+  case PUMP_FAILED:
+  default: return -1;
+  }
+}
+
+static int pump_fits(const struct session *s, const struct xp_conn *data) {
+  return !s->multistream && data->proto == XP_TCP && data->fd >= 0;
+}
+
 int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
                    uint64_t count) {
-  uint64_t sent = xp_send_file(channel(s, data), fd, count,
-                               s->multistream ? SID_DATA : 0, tunables.chunk);
+  uint64_t sent;
+  if (pump_fits(s, data)) {
+    return pumped(s, data, fd, NULL, count);
+  }
+  sent = xp_send_file(channel(s, data), fd, count,
+                      s->multistream ? SID_DATA : 0, tunables.chunk);
   if (sent != count) {
     log_line("FAIL send: %llu of %llu bytes: %s", (unsigned long long)sent,
              (unsigned long long)count, strerror(errno));
@@ -170,6 +195,9 @@ int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
 
 int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
                     uint64_t n) {
+  if (pump_fits(s, data)) {
+    return pumped(s, data, -1, p, n);
+  }
   /* In multistream mode a listing is ONE message: its MSG_EOR marks the
    * end (the transport grows the send buffer to fit it). */
   if (xp_send(channel(s, data), p, (size_t)n, s->multistream ? SID_DATA : 0) !=
@@ -233,6 +261,19 @@ void dataio_end(struct session *s, struct xp_conn *data, int ok,
     }
   }
   s->transfers++;
+  if (s->aborted) {
+    /* RFC 959 ABOR: 426 for the transfer, then 226 for the ABOR itself */
+    s->aborted = 0;
+    log_line("ABORT transfer on the client's ABOR");
+    if (cmdio_reply(s, FTP_BADSENDNET,
+                    "Connection closed; transfer aborted.") == 0) {
+      (void)cmdio_reply(s, FTP_TRANSFEROK, "Abort successful.");
+    }
+    return;
+  }
+  if (s->quit) {
+    return; /* the control connection is gone: nobody to reply to */
+  }
   if (ok) {
     (void)cmdio_reply(s, FTP_TRANSFEROK, "Transfer complete.");
     return;

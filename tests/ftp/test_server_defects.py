@@ -61,3 +61,96 @@ def test_refused_upload_leaves_nothing_behind(ftpd, tree):
     assert upload(c, "keep.bin", b"new") == (150, 226)
     assert (root / "keep.bin").read_bytes() == b"new"
     c.close()
+
+
+def big_file(root: Path, size: int = 256 << 20) -> str:
+    """A sparse file far larger than any socket buffer on the path."""
+    with (root / "huge.bin").open("wb") as f:
+        f.truncate(size)
+    return "huge.bin"
+
+
+def test_a_client_that_stops_reading_gets_426_after_the_data_timeout(ftpd, tree):
+    name = big_file(tree[0])
+    s = ftpd("--data-timeout", "2")
+    c = Ctl(s.port, timeout=30)
+    c.login()
+    d = c.pasv()
+    d.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    assert c.cmd(f"RETR {name}")[0] == 150
+    t0 = time.monotonic()
+    d.recv(1000)                                      # then never again
+    code, text = c.reply()
+    took = time.monotonic() - t0
+    assert code == 426, text
+    print(f"426 after {took:.2f} s")
+    assert 1.5 < took < 3.2, took                     # 2 s without progress, not 4 x 2 s
+    assert "no progress for 2 s" in s.logtext()
+    assert c.cmd("NOOP")[0] == 200                    # the session goes on
+    d.close()
+    c.close()
+
+
+def test_abor_mid_transfer_is_served(ftpd, tree):
+    name = big_file(tree[0])
+    s = ftpd("--data-timeout", "20")
+    c = Ctl(s.port, timeout=30)
+    c.login()
+    d = c.pasv()
+    assert c.cmd(f"RETR {name}")[0] == 150
+    assert len(d.recv(65536)) > 0
+    t0 = time.monotonic()
+    # Telnet IP, then the Synch (IAC DM as urgent data), then ABOR, as RFC 959 asks
+    c.send(b"\xff\xf4")
+    c.s.send(b"\xff\xf2", socket.MSG_OOB)
+    c.send("ABOR\r\n")
+    assert c.reply()[0] == 426
+    assert c.reply()[0] == 226
+    assert time.monotonic() - t0 < 3
+    got = 0
+    d.settimeout(10)
+    try:
+        while chunk := d.recv(1 << 20):
+            got += len(chunk)
+    except ConnectionResetError:
+        pass
+    assert got < 256 << 20                            # the data connection was cut short
+    assert c.cmd("SIZE s000.dat") == (213, "10000")  # the session goes on
+    c.close()
+    assert "ABORT transfer on the client's ABOR" in s.logtext()
+
+
+def test_python_ftplib_abort_returns_at_once(ftpd, tree):
+    import ftplib
+    name = big_file(tree[0])
+    s = ftpd("--data-timeout", "20")
+    ftp = ftplib.FTP()
+    ftp.connect("127.0.0.1", s.port, timeout=30)
+    ftp.login()
+    conn = ftp.transfercmd(f"RETR {name}")
+    assert len(conn.recv(65536)) > 0
+    t0 = time.monotonic()
+    resp = ftp.abort()                                # ABOR sent with MSG_OOB
+    assert resp.startswith("426"), resp
+    assert ftp.getresp().startswith("226")
+    assert time.monotonic() - t0 < 3
+    conn.close()
+    assert ftp.sendcmd("NOOP").startswith("200")
+    ftp.quit()
+
+
+def test_pipelined_commands_during_a_transfer_wait_their_turn(ftpd, tree):
+    s = ftpd()
+    c = Ctl(s.port)
+    c.login()
+    d = c.pasv()
+    c.send("RETR big1.bin\r\nNOOP\r\nABOR\r\n")       # ABOR is not the next command
+    assert c.reply()[0] == 150
+    got = 0
+    while chunk := d.recv(1 << 20):
+        got += len(chunk)
+    assert got == 3_000_000
+    assert c.reply()[0] == 226
+    assert c.reply()[0] == 200
+    assert c.reply()[0] == 225                        # no transfer left to abort
+    c.close()
