@@ -71,13 +71,57 @@ void dataio_port(struct session *s, const struct addr *a, const char *cmd) {
                     "%s command successful. Consider using PASV.", cmd);
 }
 
+/* Wait for the client's data connection, watching the control connection
+ * too: a client that left frees its session at once (not after the data
+ * timeout), and an ABOR sent meanwhile is served.  0 readable, -1 not. */
+static int watch_ctrl(struct session *s, int readable, int *watch) {
+  enum cmdio_watch w = cmdio_watch_abor(s, readable);
+  if (w == CMDIO_WATCH_GONE) {
+    log_line("DISCONNECT by peer while waiting for the data connection");
+    s->quit = 1;
+    return -1;
+  }
+  if (w == CMDIO_WATCH_ABOR) {
+    s->aborted = 1;
+    return -1;
+  }
+  *watch = w == CMDIO_WATCH_NONE;
+  return 0;
+}
+
+static int await_pasv(struct session *s) {
+  int64_t deadline = sys_mono_ms() + (int64_t)tunables.data_timeout_s * 1000;
+  int watch = 1;
+  if (watch_ctrl(s, 0, &watch) != 0) {
+    return -1; /* ABOR already came with the command */
+  }
+  for (;;) {
+    struct pollfd f[2];
+    int rc;
+    f[0].fd = s->pasv_fd;
+    f[0].events = POLLIN;
+    f[1].fd = watch ? s->ctrl.fd : -1;
+    f[1].events = POLLIN;
+    f[0].revents = f[1].revents = 0;
+    rc = sys_poll(f, 2, sys_ms_left(deadline));
+    if (rc <= 0) {
+      log_line("FAIL passive data connection: %s",
+               rc == 0 ? "timeout" : strerror(errno));
+      return -1;
+    }
+    if (f[1].revents != 0 && watch_ctrl(s, 1, &watch) != 0) {
+      return -1;
+    }
+    if (f[0].revents != 0) {
+      return 0;
+    }
+  }
+}
+
 static int accept_pasv(struct session *s, struct xp_conn *data) {
   struct addr peer;
   char who[96];
-  int rc = sys_wait_fd(s->pasv_fd, POLLIN, tunables.data_timeout_s * 1000);
-  if (rc <= 0) {
-    log_line("FAIL passive data connection: %s",
-             rc == 0 ? "timeout" : strerror(errno));
+  if (await_pasv(s) != 0) {
     return -1;
   }
   if (xp_accept(s->pasv_fd, s->ctrl.proto, &tunables.data_opts, data, &peer) !=
@@ -120,7 +164,16 @@ int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
   }
   if ((s->pasv_fd >= 0 ? accept_pasv(s, data) : connect_port(s, data)) != 0) {
     dataio_reset(s);
-    (void)cmdio_reply(s, FTP_BADSENDCONN, "Failed to establish connection.");
+    if (s->aborted) {
+      s->aborted = 0;
+      log_line("ABORT transfer on the client's ABOR");
+      if (cmdio_reply(s, FTP_BADSENDCONN, "No data connection; aborted.") ==
+          0) {
+        (void)cmdio_reply(s, FTP_TRANSFEROK, "Abort successful.");
+      }
+    } else if (!s->quit) {
+      (void)cmdio_reply(s, FTP_BADSENDCONN, "Failed to establish connection.");
+    }
     return -1;
   }
   dataio_reset(s);

@@ -22,6 +22,8 @@ static const char usage_text[] =
     "  --no-anonymous        refuse anonymous login\n"
     "  --user NAME:PASS      a named account (same root, same rights)\n"
     "  --max-clients N       concurrent sessions (default 64)\n"
+    "  --max-per-ip N        concurrent sessions from one address (default "
+    "16)\n"
     "  --max-sessions N      exit after N sessions have ended (--once: 1)\n"
     "  --idle-timeout S      control idle timeout (default 300)\n"
     "  --data-timeout S      data connect/accept/stall timeout (default 60)\n"
@@ -54,6 +56,7 @@ void tunables_defaults(void) {
   memset(&tunables, 0, sizeof tunables);
   tunables.anon_enable = 1;
   tunables.max_clients = 64;
+  tunables.max_per_ip = 16;
   tunables.idle_timeout_s = 300;
   tunables.data_timeout_s = 60;
   tunables.max_line = 1024;
@@ -70,6 +73,7 @@ enum {
   O_NOANON,
   O_USER,
   O_MAXCLI,
+  O_MAXPERIP,
   O_MAXSESS,
   O_ONCE,
   O_IDLE,
@@ -96,6 +100,7 @@ static const struct option longopts[] = {
     {"no-anonymous", no_argument, NULL, O_NOANON},
     {"user", required_argument, NULL, O_USER},
     {"max-clients", required_argument, NULL, O_MAXCLI},
+    {"max-per-ip", required_argument, NULL, O_MAXPERIP},
     {"max-sessions", required_argument, NULL, O_MAXSESS},
     {"once", no_argument, NULL, O_ONCE},
     {"idle-timeout", required_argument, NULL, O_IDLE},
@@ -149,6 +154,7 @@ static void handle_opt(int c, const char *arg) {
   case O_NOANON: tunables.anon_enable = 0; break;
   case O_USER: set_user(arg); break;
   case O_MAXCLI: tunables.max_clients = int_arg(arg, 1, 100000); break;
+  case O_MAXPERIP: tunables.max_per_ip = int_arg(arg, 1, 100000); break;
   case O_MAXSESS: tunables.max_sessions = int_arg(arg, 0, INT32_MAX); break;
   case O_ONCE: tunables.max_sessions = 1; break;
   case O_IDLE: tunables.idle_timeout_s = int_arg(arg, 1, 86400); break;

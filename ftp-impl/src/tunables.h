@@ -16,6 +16,7 @@ struct tunables {
   int anon_enable;          /* anonymous login (default on) */
   int allow_upload;         /* STOR allowed (default off) */
   int max_clients;          /* concurrent sessions (default 64) */
+  int max_per_ip;           /* concurrent sessions from one address (16) */
   int max_sessions;         /* exit after this many sessions (0: never) */
   int idle_timeout_s;       /* control connection idle limit (300) */
   int data_timeout_s;       /* data connect/accept and stall limit (60) */

@@ -154,3 +154,80 @@ def test_pipelined_commands_during_a_transfer_wait_their_turn(ftpd, tree):
     assert c.reply()[0] == 200
     assert c.reply()[0] == 225                        # no transfer left to abort
     c.close()
+
+
+def wait_for(predicate, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_a_client_gone_while_ftpd_waits_for_pasv_frees_its_slot(ftpd, tree):
+    s = ftpd("--max-clients", "4", "--data-timeout", "30")
+    clients = []
+    for _ in range(4):
+        c = Ctl(s.port)
+        c.login()
+        c.cmd("PASV")                                 # announced, never connected to
+        c.send("RETR s000.dat\r\n")
+        clients.append(c)
+    assert len(ftphelp.children(s.pid)) == 4
+    t0 = time.monotonic()
+    for c in clients:
+        c.close()
+    assert wait_for(lambda: ftphelp.children(s.pid) == [], 5), "sessions kept their slots"
+    took = time.monotonic() - t0
+    assert took < 3, took
+    late = Ctl(s.port)
+    assert late.reply()[0] == 220                     # not "421 too many users"
+    late.close()
+    assert s.logtext().count("DISCONNECT by peer while waiting for the data connection") == 4
+
+
+def test_abor_while_ftpd_waits_for_pasv(ftpd, tree):
+    s = ftpd("--data-timeout", "30")
+    c = Ctl(s.port)
+    c.login()
+    c.cmd("PASV")
+    t0 = time.monotonic()
+    c.send("RETR s000.dat\r\nABOR\r\n")
+    assert c.reply()[0] == 425
+    assert c.reply()[0] == 226
+    assert time.monotonic() - t0 < 3
+    assert c.cmd("NOOP")[0] == 200
+    c.close()
+
+
+def test_per_address_session_limit(ftpd, tree):
+    s = ftpd("--max-per-ip", "3")
+    held = [Ctl(s.port) for _ in range(3)]
+    assert all(c.reply()[0] == 220 for c in held)
+    extra = Ctl(s.port)
+    code, text = extra.reply()
+    assert code == 421 and "your internet address" in text
+    extra.close()
+    other = socket.socket()                           # another address is not counted
+    other.bind(("127.0.0.2", 0))
+    other.connect(("127.0.0.1", s.port))
+    assert other.recv(100).startswith(b"220")
+    other.close()
+    held.pop().close()
+    assert wait_for(lambda: len(ftphelp.children(s.pid)) <= 2, 5)
+    again = Ctl(s.port)
+    assert again.reply()[0] == 220
+    for c in [*held, again]:
+        c.close()
+    assert "REFUSED connection from 127.0.0.1: 3 sessions from it already" in s.logtext()
+
+
+def test_default_per_address_limit_is_16(ftpd, tree):
+    s = ftpd()
+    held = [Ctl(s.port) for _ in range(16)]
+    assert all(c.reply()[0] == 220 for c in held)
+    extra = Ctl(s.port)
+    assert extra.reply()[0] == 421
+    for c in [*held, extra]:
+        c.close()
