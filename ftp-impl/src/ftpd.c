@@ -14,6 +14,7 @@
 
 #include "ftpcodes.h"
 #include "logging.h"
+#include "privs.h"
 #include "session.h"
 #include "sysutil.h"
 #include "tunables.h"
@@ -214,6 +215,7 @@ int main(int argc, char **argv) {
   sv.sigfd = make_sigfd(&old);
   open_listener(&sv, tunables.tcp_listen, XP_TCP);
   open_listener(&sv, tunables.sctp_listen, XP_SCTP);
+  privs_drop(tunables.run_as, tunables.root);
   printf("ready\n");
   fflush(stdout);
   while (!done(&sv)) {

@@ -29,6 +29,8 @@ static const char usage_text[] =
     "  --data-timeout S      data connect/accept/stall timeout (default 60)\n"
     "  --max-line N          longest command line (default 1024)\n"
     "  --log FILE            log file (default stderr)\n"
+    "  --run-as USER         started as root: run as USER after binding\n"
+    "                        (default nobody; root keeps root)\n"
     "  --chunk BYTES         SCTP data message size (default 65536)\n"
     "  --nodelay 0|1         TCP_NODELAY/SCTP_NODELAY (default 1)\n"
     "  --sack-delay MS       SCTP delayed SACK timer\n"
@@ -80,6 +82,7 @@ enum {
   O_DATATO,
   O_MAXLINE,
   O_LOG,
+  O_RUNAS,
   O_CHUNK,
   O_NODELAY,
   O_SACKD,
@@ -107,6 +110,7 @@ static const struct option longopts[] = {
     {"data-timeout", required_argument, NULL, O_DATATO},
     {"max-line", required_argument, NULL, O_MAXLINE},
     {"log", required_argument, NULL, O_LOG},
+    {"run-as", required_argument, NULL, O_RUNAS},
     {"chunk", required_argument, NULL, O_CHUNK},
     {"nodelay", required_argument, NULL, O_NODELAY},
     {"sack-delay", required_argument, NULL, O_SACKD},
@@ -161,6 +165,7 @@ static void handle_opt(int c, const char *arg) {
   case O_DATATO: tunables.data_timeout_s = int_arg(arg, 1, 86400); break;
   case O_MAXLINE: tunables.max_line = int_arg(arg, 64, 1 << 20); break;
   case O_LOG: copy_arg(tunables.log_file, sizeof tunables.log_file, arg); break;
+  case O_RUNAS: copy_arg(tunables.run_as, sizeof tunables.run_as, arg); break;
   case O_CHUNK: tunables.chunk = (unsigned)int_arg(arg, 512, 1 << 22); break;
   case O_NODELAY: o->nodelay = int_arg(arg, 0, 1); break;
   case O_SACKD: o->sack_delay_ms = int_arg(arg, 0, 500); break;

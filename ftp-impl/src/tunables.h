@@ -12,6 +12,7 @@ struct tunables {
   char sctp_listen[128];   /* --sctp ADDR:PORT ("" = no SCTP listener) */
   char log_file[PATH_MAX]; /* --log FILE ("" = stderr) */
   char user[64];           /* --user NAME:PASS (a named account) */
+  char run_as[64];         /* --run-as USER ("" = nobody when root) */
   char pass[64];
   int anon_enable;          /* anonymous login (default on) */
   int allow_upload;         /* STOR allowed (default off) */
