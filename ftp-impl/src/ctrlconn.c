@@ -9,6 +9,8 @@
 #include "sysutil.h"
 
 #define MAX_REPLY_LINE 65536
+#define MAX_REPLY_LINES                                                        \
+  1000 /* a multi-line reply longer than this is refused */
 #define RECV_CHUNK (1u << 20)
 
 int ctrl_open(struct ctrlconn *cc, enum xp_proto p, const struct addr *dst,
@@ -153,6 +155,9 @@ static int reply_code(const char *line) {
 static int parse_line(struct ctrlconn *cc, const char *line, double t) {
   int code = reply_code(line);
   if (cc->multi_code != 0) {
+    if (++cc->multi_lines > MAX_REPLY_LINES) {
+      return -2;
+    }
     if (code == cc->multi_code && line[3] == ' ') {
       cc->multi_code = 0;
       finish_reply(cc, code, line + 4, t);
@@ -165,6 +170,7 @@ static int parse_line(struct ctrlconn *cc, const char *line, double t) {
   }
   if (line[3] == '-') {
     cc->multi_code = code;
+    cc->multi_lines = 1;
     return 0;
   }
   finish_reply(cc, code, line[3] ? line + 4 : "", t);
@@ -194,7 +200,13 @@ static int parse_lines(struct ctrlconn *cc, double t) {
       line[n - 1] = '\0';
     }
     buf_consume(&cc->in, n + 1);
-    if (parse_line(cc, line, t) != 0) {
+    switch (parse_line(cc, line, t)) {
+    case 0: break;
+    case -2:
+      (void)str_fmt(cc->error, sizeof cc->error,
+                    "reply of more than %d lines refused", MAX_REPLY_LINES);
+      return -1;
+    default:
       (void)str_copy(cc->error, sizeof cc->error,
                      "malformed reply from server");
       return -1;
@@ -258,6 +270,13 @@ int ctrl_has_reply(const struct ctrlconn *cc) {
 int ctrl_reply(struct ctrlconn *cc, struct reply *r) {
   int64_t deadline = sys_mono_ms() + cc->timeout_ms;
   while (!ctrl_has_reply(cc)) {
+    /* the limit is on the whole reply: bytes that keep coming without ever
+     * completing one (an endless line, endless lines) do not extend it */
+    if (sys_ms_left(deadline) == 0) {
+      (void)str_copy(cc->error, sizeof cc->error,
+                     "timeout waiting for a complete reply");
+      return -1;
+    }
     if (ctrl_pump(cc, sys_ms_left(deadline)) < 0) {
       return -1;
     }

@@ -36,7 +36,8 @@ struct ctrlconn {
   size_t pend_head, pend_len, pend_cap;
   struct reply *rq; /* parsed replies not yet taken */
   size_t rq_head, rq_len, rq_cap;
-  int multi_code; /* inside a multi-line reply */
+  int multi_code;       /* inside a multi-line reply */
+  unsigned multi_lines; /* lines of it so far (at most MAX_REPLY_LINES) */
   data_fn on_data;
   void *data_ctx;
   void (*on_reply)(void *ctx, const struct reply *r); /* every reply */

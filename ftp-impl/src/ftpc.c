@@ -208,6 +208,7 @@ static int get_files(struct client *cl, char **names, size_t n, int skip) {
 /* An NLST name mget may fetch: its last component is neither "", "." nor
  * "..", matches the glob (FNM_PERIOD: a leading dot only matches a dot, as
  * in the shell) and holds no control character (it goes into a command).
+ * A matching name that is absolute or climbs with ".." is refused.
  * 1 wanted, 0 not, -1 refused (cl->error set). */
 static int mget_wants(struct client *cl, const char *glob, const char *line,
                       const char **base_out) {
@@ -223,6 +224,13 @@ static int mget_wants(struct client *cl, const char *glob, const char *line,
     if (*p < 0x20 || *p == 0x7f) {
       return client_fail(cl, "NLST entry with a control character refused");
     }
+  }
+  if (line[0] == '/' || strcmp(line, "..") == 0 ||
+      strncmp(line, "../", 3) == 0 || strstr(line, "/../") != NULL) {
+    return client_fail(cl,
+                       "NLST entry %.200s refused: a path outside the "
+                       "listed folder",
+                       line);
   }
   return 1;
 }
