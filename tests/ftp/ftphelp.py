@@ -75,8 +75,8 @@ def children(pid):
 
 def reachable_by_others(root):
     """ftpd started as root serves as `nobody` (ftp-impl/TRUST.md), which must be able to
-    reach the tree: pytest's temporary folders are 0700, so each folder from /tmp down to
-    `root` gets o+x (search only: nobody can list none of them)."""
+    reach the tree: each folder from /tmp down to `root` gets o+x (search only). The tests'
+    folders (tests/ftp/conftest.py, `tmp_path`) are reachable already; this covers others."""
     root = Path(root).resolve()
     top = Path("/tmp").resolve()
     for folder in [root, *root.parents]:
