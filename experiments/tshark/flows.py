@@ -1,7 +1,8 @@
 """Each connection or association as a capture on the client's interface saw it: when the
 client opened it and when its handshake completed there, every piece of data that reached the
 client (where it sits in its stream, whether it was new, whether the sender had sent it
-before), the client's acknowledgements, and the teardown.
+before), the client's acknowledgements, and every packet's time (the teardown's last one among
+them).
 
 A flow is named by its two ports; the client is the host whose address is given. Byte offsets
 are per stream and start at 0: TCP's sequence numbers less the initial one, SCTP's DATA
@@ -18,8 +19,7 @@ from .transport import TsnTracker, sctp_frames
 
 SEQ_SPACE = 1 << 32
 # SCTP chunk types (RFC 9260 section 3.2)
-INIT, SACK, SHUTDOWN, SHUTDOWN_ACK, ABORT, COOKIE_ACK, SHUTDOWN_COMPLETE = 1, 3, 7, 8, 6, 11, 14
-TEARDOWN_CHUNKS = (SHUTDOWN, SHUTDOWN_ACK, SHUTDOWN_COMPLETE, ABORT)
+INIT, SACK, COOKIE_ACK = 1, 3, 11
 
 
 @dataclass
@@ -42,7 +42,6 @@ class Flow:
     server_port: int
     opened_s: float | None = None    # the client's SYN or INIT
     set_up_s: float | None = None    # the client's ACK of the SYN-ACK; the COOKIE ACK's arrival
-    closing_s: float | None = None   # the first FIN, SHUTDOWN or ABORT, either side
     arrivals: list[Arrival] = field(default_factory=list)
     acks: list[float] = field(default_factory=list)      # the client's pure ACKs and SACKs
     packets: list[float] = field(default_factory=list)   # every packet, either way
@@ -90,13 +89,13 @@ def client_flows(pcap: Path, transport: str, client_ip: str, whole_packets: bool
 # -- TCP ------------------------------------------------------------------------------------------
 def _tcp_flows(pcap: Path, client_ip: str) -> list[Flow]:
     rows = fields(pcap, ["frame.time_epoch", "ip.src", "tcp.srcport", "tcp.dstport",
-                         "tcp.flags.syn", "tcp.flags.ack", "tcp.flags.fin", "tcp.flags.reset",
-                         "tcp.seq_raw", "tcp.len"], "tcp")
+                         "tcp.flags.syn", "tcp.flags.ack", "tcp.flags.fin", "tcp.seq_raw",
+                         "tcp.len"], "tcp")
     flows: dict[tuple[int, int], Flow] = {}
     isn: dict[tuple[int, int], int] = {}
     seen: dict[tuple[int, int], Coverage] = {}
     top: dict[tuple[int, int], int] = {}
-    for time_text, src, sport, dport, syn, ack, fin, rst, seq, length in rows:
+    for time_text, src, sport, dport, syn, ack, fin, seq, length in rows:
         time_s, from_client = float(time_text), src == client_ip
         key = (int(sport), int(dport)) if from_client else (int(dport), int(sport))
         flow = flows.setdefault(key, Flow("tcp", *key))
@@ -110,8 +109,6 @@ def _tcp_flows(pcap: Path, client_ip: str) -> list[Flow]:
             continue
         if from_client and flow.set_up_s is None and flow.opened_s is not None:
             flow.set_up_s = time_s   # the first packet after the SYN-ACK: the handshake's ACK
-        if is_true(fin) or is_true(rst):
-            flow.closing_s = flow.closing_s if flow.closing_s is not None else time_s
         if from_client:
             if size == 0 and is_true(ack) and not is_true(fin):
                 flow.acks.append(time_s)
@@ -170,8 +167,6 @@ def _sctp_flows(pcap: Path, client_ip: str, whole_packets: bool) -> list[Flow]:
             flow.opened_s = time_s
         if not from_client and COOKIE_ACK in kinds and flow.set_up_s is None:
             flow.set_up_s = time_s
-        if any(k in TEARDOWN_CHUNKS for k in kinds) and flow.closing_s is None:
-            flow.closing_s = time_s
         if from_client:
             if SACK in kinds:
                 flow.acks.append(time_s)

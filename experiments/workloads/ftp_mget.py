@@ -114,17 +114,9 @@ def client_interval(events: list[dict[str, Any]], interval: str) -> float | None
     return None if start is None or end is None else end - start
 
 
-def pcap_interval(pcap: Path, transport: str, interval: str) -> float | None:
-    """The interval read from the client's capture; None when a reply it needs never became
-    whole in the capture: no measurement, never a number."""
-    from ..tshark.ftp import control_channel
-
-    bounds = interval_bounds(control_channel(pcap, transport), interval)
-    return None if bounds is None else bounds[1] - bounds[0]
-
-
 def interval_bounds(channel: ControlChannel, interval: str) -> tuple[float, float] | None:
-    """The interval's start and end in the capture's clock."""
+    """The interval's start and end in the capture's clock; None when a reply it needs never
+    became whole in the capture: no measurement, never a number."""
     from ..tshark.ftp import DATA_SETUP_COMMANDS
 
     end = channel.last_reply(226)

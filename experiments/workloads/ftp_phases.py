@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..tshark.flows import Flow, client_flows
-from ..tshark.ftp import ControlChannel
+from ..tshark.ftp import FTP_PORT, ControlChannel
 
 PHASES = ("gap", "request", "setup", "data", "close", "reply")
 STALL_CAUSES = ("timeout", "fast_retransmit", "delayed_ack", "window", "application")
@@ -47,7 +47,6 @@ PREPARING_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "SIZE", "REST", "TYPE", "M
 DELAYED_ACK_S = 0.030   # an ack later than this after the data before it was held back
 WINDOW_WAIT = 1.25      # new data this many round trips after a prompt ack answered it
 BYTES_150 = re.compile(r"\((\d+) bytes\)")
-CONTROL_PORT = 21
 
 
 @dataclass
@@ -138,11 +137,11 @@ def _sources(flows: list[Flow], transfers: list[tuple[str, float, int | None]]
     the capture saw opening count: the previous session's may still be closing when the
     capture starts."""
     opened = [f for f in flows if f.opened_s is not None]
-    data_flows = [f for f in opened if CONTROL_PORT not in (f.server_port, f.client_port)]
+    data_flows = [f for f in opened if FTP_PORT not in (f.server_port, f.client_port)]
     if data_flows:
         return [_Source(flow, 0, 0, size or 0, True)
                 for flow, (_, _, size) in zip(data_flows, transfers, strict=False)]
-    control = next((f for f in opened if f.server_port == CONTROL_PORT), None)
+    control = next((f for f in opened if f.server_port == FTP_PORT), None)
     if control is None:
         return []
     out, offset = [], 0
@@ -182,12 +181,14 @@ def _cut(start: float, end: float, first_command: float, source: _Source,
 
 def _stalls(source: _Source, arrivals: list[tuple[float, bool]], rtt_s: float,
             rto_floor_s: float) -> list[Stall]:
-    out = []
+    out: list[Stall] = []
     acks = source.flow.acks
-    data_times = [a.time_s for a in source.flow.arrivals if a.stream == source.stream]
+    data_times: list[float] = []   # the stream's arrivals, read only once a stall needs them
     for (before, _), (after, retransmission) in zip(arrivals, arrivals[1:], strict=False):
         if after - before <= rtt_s:
             continue
+        if not data_times:
+            data_times = [a.time_s for a in source.flow.arrivals if a.stream == source.stream]
         out.append(Stall(before, after, _ended_by(retransmission, acks, data_times, before,
                                                   after, rtt_s, rto_floor_s)))
     return out
