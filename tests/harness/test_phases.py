@@ -115,8 +115,8 @@ def test_stalls_are_put_down_to_what_ended_them(smoke, runs):
             stalls.append((run["loss"], stall["ended_by"]))
         listed = sum(int(r["stalls"]) for r in table.values())
         assert listed == len([s for s in rows(smoke / "runs" / run["run_id"] / "stalls.csv")])
-    # 6% loss each way on 200K files: retransmission timeouts stall transfers
-    assert any(loss == "0.06" and cause == "timeout" for loss, cause in stalls)
+    # 3% loss each way on 200K files: retransmission timeouts stall transfers
+    assert any(loss == "0.03" and cause == "timeout" for loss, cause in stalls)
 
 
 def test_the_report_draws_the_phases(smoke, runs, tmp_path):

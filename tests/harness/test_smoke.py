@@ -90,7 +90,7 @@ def test_connections_in_the_pcap_match_the_variant(smoke):
 
 def test_more_loss_means_retransmissions(smoke):
     runs = rows(smoke / "runs.csv")
-    lossy = [int(r["retransmissions"]) for r in runs if r["loss"] == "0.06"]
+    lossy = [int(r["retransmissions"]) for r in runs if r["loss"] == "0.03"]
     clean = [int(r["retransmissions"]) for r in runs if r["loss"] == "0"]
     assert sum(lossy) > 10 * max(1, sum(clean))
 
