@@ -19,7 +19,7 @@ from topology.kernel.uml import stop_all
 
 from .. import stats
 from ..workloads.base import Point, WorkloadError
-from . import launch, slurm, tables
+from . import forecast, launch, slurm, tables
 from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
 from .profiles import sysctls_for
@@ -214,22 +214,9 @@ class Harness:
         count = (slurm.task_count(orders, self.slurm, slurm.slots(self.slurm)) if self.slurm
                  else self.workers)
         batches = self.batches(orders, count)
-        ids = [o["id"] for o in orders]
-        estimate = max(sum(o["estimate_s"] for o in b) for b in batches) + 15
-        statuses: dict[str, str] = {}
-        weights = {o["id"]: o["estimate_s"] for o in orders}
-
-        def done() -> tuple[int, int, float]:
-            # polled every few seconds: read each record once, only for this round's runs
-            for run_id in ids:
-                if run_id not in statuses and self.ledger.is_finished(run_id):
-                    statuses[run_id] = self.ledger.record(run_id)["status"]
-            return (len(statuses), sum(s != "ok" for s in statuses.values()),
-                    sum(weights[run_id] for run_id in statuses) / sum(weights.values()))
-
         where = f"on Slurm, {len(batches)} tasks" if self.slurm else ""
         progress = Progress(f"{self.experiment.name} {label}{f' ({where})' if where else ''}",
-                            len(orders), estimate, done)
+                            len(orders), RoundWatch(self, batches).status)
         progress.start()
         try:
             if self.slurm:
@@ -308,3 +295,52 @@ class Harness:
         tag = f"{self.tag_host()}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
         error = launch.run_batch_file(self.write_batch(tag, todo), self.kernel)
         return f"worker {index + 1}: {error}" if error else None
+
+
+class RoundWatch:
+    """What the progress line says of a round: runs ended, failed, and when the last batch
+    should end, from the wall time that runs actually took (experiments/harness/forecast.py).
+    Polled every few seconds: each record is read once, and only this round's."""
+
+    def __init__(self, harness: Harness, batches: list[list[dict[str, Any]]]) -> None:
+        self.ledger = harness.ledger
+        self.batches = batches
+        self.began = time.time()
+        self.clock = harness.intended_kernel()[1]
+        self.ended: dict[str, dict[str, Any]] = {}
+        # runs of earlier rounds (and sessions) in this folder teach the forecast as well
+        estimates = {p: harness.workload.estimate_s(harness.experiment, point)
+                     for p, point in harness.points.items()}
+        self.samples = [(estimates[r["point"]], r["ended"] - r["started"])
+                        for r in harness.ledger.finished().values()
+                        if r.get("point") in estimates and _timed(r)]
+
+    def status(self) -> tuple[int, int, str]:
+        now = time.time()
+        states = [self.batch_state(batch, now) for batch in self.batches]
+        model = forecast.fit(self.samples) or forecast.prior(self.clock)
+        text = forecast.describe(forecast.eta(states, model))
+        failed = sum(r.get("status") != "ok" for r in self.ended.values())
+        return len(self.ended), failed, text
+
+    def batch_state(self, batch: list[dict[str, Any]], now: float) -> forecast.BatchState:
+        last_end = None
+        pending = []
+        for order in batch:
+            record = self.ended.get(order["id"])
+            if record is None and self.ledger.is_finished(order["id"]):
+                record = self.ended[order["id"]] = self.ledger.record(order["id"])
+                if _timed(record):
+                    self.samples.append((order["estimate_s"],
+                                         record["ended"] - record["started"]))
+            if record is None:
+                pending.append(order["estimate_s"])
+            elif _timed(record):
+                last_end = max(last_end or 0.0, record["ended"])
+        since = now - (last_end if last_end is not None else self.began)
+        return forecast.BatchState(tuple(pending), since, last_end is not None)
+
+
+def _timed(record: dict[str, Any]) -> bool:
+    return isinstance(record.get("started"), float) and isinstance(record.get("ended"), float)
+
