@@ -8,7 +8,7 @@
 FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= cmdio session addrparse reply listing confine msxfer
+FUZZ_TARGETS ?= cmdio session addrparse reply listing confine msxfer cmdline
 FUZZ_WORK    ?= $(FUZZ_BUILD)/work
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := $(CSTD) $(WARN) -Wno-unused-command-line-argument -O1 -g \
@@ -19,14 +19,12 @@ FUZZ_SRCFLAGS := -Wno-format-nonliteral
 
 # Objects of src/ for the targets: everything but the real transport
 # (fuzz/memxp.c replaces it) and ftpd's process layer.
-FUZZ_SRC     := str sysutil addrparse events tunables logging session cmdio \
-                prelogin postlogin dataio ls confine clientopts ctrlconn \
-                localfile xfer msxfer
 FUZZ_SERVER  := str sysutil addrparse tunables logging session cmdio \
                 prelogin postlogin dataio ls confine
 FUZZ_CLIENT  := str sysutil addrparse events clientopts ctrlconn localfile \
                 xfer msxfer
 FUZZ_HELPERS := memxp checks tree
+FUZZ_CMDLINE := str sysutil addrparse tunables clientopts bulkopts
 
 fo = $(1:%=$(FUZZ_BUILD)/src/%.o)
 ho = $(FUZZ_HELPERS:%=$(FUZZ_BUILD)/%.o)
@@ -46,6 +44,10 @@ $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer: \
     $(call fo,$(FUZZ_CLIENT)) $(FUZZ_BUILD)/src/ftpc.o $(ho) $(FUZZ_BUILD)/fclient.o
 # the listing target includes ftpc.c itself (its split and match are static)
 $(FUZZ_BUILD)/fuzz_listing: $(call fo,$(FUZZ_CLIENT)) $(ho) $(FUZZ_BUILD)/fclient.o
+
+# --wrap=exit: a usage error returns to the target; --wrap=getaddrinfo: no DNS.
+$(FUZZ_BUILD)/fuzz_cmdline: $(call fo,$(FUZZ_CMDLINE)) $(ho)
+$(FUZZ_BUILD)/fuzz_cmdline: FUZZ_LDFLAGS := -Wl,--wrap=exit,--wrap=getaddrinfo
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz_%.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)

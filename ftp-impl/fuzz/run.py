@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ALL_TARGETS = ("cmdio", "session", "addrparse", "reply", "listing", "confine", "msxfer")
+ALL_TARGETS = ("cmdio", "session", "addrparse", "reply", "listing", "confine", "msxfer",
+               "cmdline")
 # What a sanitizer or libFuzzer prints when something went wrong.
 BAD = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|"
                  r"SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer|==\d+==ERROR")
