@@ -15,7 +15,9 @@ report or a target that did not run.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -71,12 +73,19 @@ def failure(proc: subprocess.CompletedProcess[str]) -> str:
     return f"exit status {proc.returncode}" if proc.returncode != 0 else ""
 
 
-def replay(binary: Path, inputs: list[Path], result: Result) -> bool:
+def target_env(work: Path) -> dict[str, str]:
+    """The targets make their served tree and download folder under TMPDIR: the scratch one."""
+    tmp = work / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp)}
+
+
+def replay(binary: Path, inputs: list[Path], work: Path, result: Result) -> bool:
     """Run the target once on each input (libFuzzer's file mode). False on a failure."""
     if not inputs:
         return True
     proc = subprocess.run([str(binary), "-runs=1", *map(str, inputs)], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=600, env=target_env(work))
     result.replayed += len(inputs)
     reason = failure(proc)
     if reason:
@@ -99,7 +108,7 @@ def fuzz(binary: Path, target: str, work: Path, args: argparse.Namespace,
     # libFuzzer adds new inputs to the first folder: the scratch one.
     argv += [str(scratch), str(HERE / "corpus" / target)]
     proc = subprocess.run(argv, capture_output=True, text=True,
-                          timeout=(args.seconds or 0) + 3600 * 12)
+                          timeout=(args.seconds or 0) + 3600 * 12, env=target_env(work))
     result.execs = stat(proc.stderr, "number_of_executed_units")
     result.cov, result.ft, result.corpus = final_cov(proc.stderr)
     reason = failure(proc)
@@ -122,8 +131,9 @@ def run_target(target: str, args: argparse.Namespace) -> Result:
         result.crashed, result.reason = True, f"{binary} is not built"
         return result
     inputs = files_in(HERE / "regressions" / target) + files_in(HERE / "corpus" / target)
-    if replay(binary, inputs, result) and not args.replay_only:
+    if replay(binary, inputs, args.work, result) and not args.replay_only:
         fuzz(binary, target, args.work, args, result)
+    shutil.rmtree(args.work / "tmp", ignore_errors=True)
     result.seconds = time.monotonic() - start
     return result
 
