@@ -51,7 +51,7 @@ build: setup
 
 # The whole suite, as CI runs it. Tests boot the pinned kernel themselves.
 test: setup-test build
-	$(PYTHON) -m pytest tests
+	$(PYTHON) -m pytest tests --durations=30
 
 # The edit-test loop: the tests that need no kernel and no build, and the linters (seconds).
 test-fast:

@@ -4,7 +4,7 @@ runs from their pcaps.
 
     points.py    the result set as ftp-mget points (path, loss, size, files, variant, profile)
     speedup.py   ratios of mean transfer times with their confidence, and whether they count
-    figures.py   transfer time vs loss, counters, time-sequence"""
+    figures.py   transfer time vs loss, counters, time-sequence, phases, timeline"""
 from __future__ import annotations
 
 import math
@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from experiments.tshark import TsharkError
 from experiments.tshark.transport import time_sequence
+from experiments.workloads.ftp_phases import read_phases, read_stalls
 
 from .. import html
 from ..results import ResultSet, named_runs
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ..report import Report
 
 TIMESEQ_FILE = "timeseq"
+TIMELINE_FILE = "timeline"
 RUN_TABLE = (("connections", "connections"), ("retransmissions", "retransmissions"),
              ("timeouts", "timeouts"))
 
@@ -64,8 +66,20 @@ def build_figures(generic: ResultSet, log_scale: bool = False,
             out[f"transfer_time_{path}"] = figures.transfer_time_figure(results, path, log_scale)
         if any(r["key"].path == path and r["status"] == "ok" for r in results.runs):
             out[f"counters_{path}"] = figures.counters_figure(results, path)
+        if any(r["key"].path == path and r["status"] == "ok"
+               and isinstance(r.get("phase_data_s"), float) for r in results.runs):
+            out[f"phases_{path}"] = figures.phases_figure(results, path)
+    chosen = chosen_runs(results, run_ids)
+    timelines = [(f"{run['run_id']} ({run['transfer_time_s']:.3g} s)",
+                  read_phases(results.root / "runs" / run["run_id"]),
+                  read_stalls(results.root / "runs" / run["run_id"])) for run in chosen]
+    timelines = [t for t in timelines if t[1]]
+    if timelines:
+        out[TIMELINE_FILE] = figures.timeline_figure(
+            f"{results.name}: per-file timeline of chosen runs, by phase (from phases.csv)",
+            timelines)
     panels = []
-    for run in chosen_runs(results, run_ids):
+    for run in chosen:
         pcap = results.root / run["pcap"]
         transport = "tcp" if run["key"].variant == "tcp" else "sctp"
         try:
@@ -96,6 +110,8 @@ def sections(generic: ResultSet, report: Report, log_scale: bool) -> list[tuple[
                               f"interval (summary.csv ci90_half_s); {scale} time axis. Hollow "
                               "markers: points without a finished interval.</p>")),
         ("Speed-ups", _speedups(results)),
+        ("Where the time goes", report.figure_block("phases_") +
+         report.figure_block(TIMELINE_FILE) + _phases_note()),
         ("Per-run diagnostics", report.figure_block("counters_") +
          report.figure_block(TIMESEQ_FILE) + _diagnostics_note()),
     ]
@@ -141,6 +157,21 @@ def _diagnostics_note() -> str:
             "plots a retransmission is a TCP segment tshark flags as retransmitted or an SCTP "
             "DATA chunk whose TSN is at or below the highest already seen in its association. "
             "</p>")
+
+
+def _phases_note() -> str:
+    return ("<p>Each run's session is cut into a slice per transfer (the listing, then each "
+            "file), from the previous transfer's end to its own (its 226 and its last byte "
+            "both in), and each slice into phases at instants read from the client's pcap: "
+            "<b>gap</b> (the client's time before its first command), <b>request</b> "
+            "(commands and replies up to the first data byte), <b>setup</b> (the data "
+            "connection's handshake), <b>data</b> (first to last data byte), <b>close</b> "
+            "(to the data connection's last packet: FIN exchange or SCTP SHUTDOWN), "
+            "<b>reply</b> (to the 226). The listing's slice is spread over the files, so a bar "
+            "is the transfer time per file. Per run: <code>runs/&lt;id&gt;/phases.csv</code> "
+            "and <code>stalls.csv</code> (waits of over a round trip with no new data, and "
+            "what ended them: timeout, fast retransmit, delayed ack, a full window, or the "
+            "sender).</p>")
 
 
 def pcap_note() -> str:

@@ -1,7 +1,8 @@
 """The figures, as matplotlib Figure objects (report.py saves them): what the studies published
 (transfer time against loss ratio, per path, one panel per file size, one line per variant,
 90% intervals as error bars) and the per-run diagnostics (counters per variant from runs.csv,
-a time-sequence plot of chosen runs from their pcaps).
+a time-sequence plot of chosen runs from their pcaps, the time per file by phase, and a
+per-file timeline of chosen runs from their phases.csv).
 
 Every figure keeps the numbers it plots in `fig.analysis_data` (a list of dicts), which the
 report writes beside it as CSV and the tests compare with the result files."""
@@ -15,6 +16,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from experiments.tshark.transport import TimeSequence  # noqa: E402
 
@@ -187,4 +190,97 @@ def time_sequence_figure(title: str, panels: list[tuple[str, TimeSequence]]) -> 
         fig.analysis_data.append({"run": label, "transport": seq.transport, "flows": seq.flows,
                                   "data_marks": len(seq.data), "acks": len(seq.acks),
                                   "retransmissions": len(retrans), "streams": seq.streams()})
+    return fig
+
+
+PHASE_STYLE = (("listing", "#c7c7c7"), ("gap", "#8c564b"), ("request", "#ff7f0e"),
+               ("setup", "#d62728"), ("data", "#1f77b4"), ("close", "#9467bd"),
+               ("reply", "#2ca02c"))
+
+
+def phases_figure(results: FtpResults, path: str) -> Figure:
+    """Where the time per file went on one path: a panel per file size, a stacked bar per
+    series and loss ratio of the mean time per file in each phase (runs.csv's phase_*_s,
+    averaged over the point's counted runs), so a bar is as tall as the transfer time per
+    file."""
+    runs = [r for r in results.runs if r["key"].path == path and r.get("status") == "ok"
+            and isinstance(r.get("phase_data_s"), float)]
+    sizes = sorted({r["key"].file_size for r in runs})
+    losses = sorted({r["key"].loss for r in runs})
+    all_series = [s for s in results.series() if any(r["key"].series == s for r in runs)]
+    fig = Figure(figsize=(max(7.0, 1.2 * len(losses) * max(1, len(all_series))),
+                          3.6 * max(1, len(sizes))), layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(f"{results.name}: time per file by phase, {path_title(results, path)}")
+    width = 0.8 / max(1, len(all_series))
+    for row, size in enumerate(sizes or [0]):
+        ax = fig.add_subplot(max(1, len(sizes)), 1, row + 1)
+        files = next((r["key"].files for r in runs if r["key"].file_size == size), "?")
+        ax.set_title(f"{files} files of {size_label(size)}; bars left to right: "
+                     f"{', '.join(all_series)}", fontsize="medium")
+        ax.set_xlabel(LOSS_LABEL)
+        ax.set_ylabel("time per file (s)")
+        ax.set_xticks(range(len(losses)), [f"{loss:g}" for loss in losses])
+        for j, series in enumerate(all_series):
+            for k, loss in enumerate(losses):
+                chosen = [r for r in runs if r["key"].series == series
+                          and r["key"].file_size == size and r["key"].loss == loss]
+                if not chosen:
+                    continue
+                x = k + (j - (len(all_series) - 1) / 2) * width
+                bottom = 0.0
+                entry: dict[str, Any] = {"path": path, "file_size": size, "series": series,
+                                         "loss": loss, "runs": len(chosen)}
+                for phase, color in PHASE_STYLE:
+                    height = fmean(r[f"phase_{phase}_s"] for r in chosen)
+                    ax.bar(x, height, width * 0.92, bottom=bottom, color=color,
+                           edgecolor=_style(series, j).get("color", "k"), linewidth=0.8,
+                           label=phase if j == 0 and k == 0 else "_phase")
+                    bottom += height
+                    entry[f"{phase}_s"] = height
+                entry["total_s"] = bottom
+                fig.analysis_data.append(entry)
+        ax.grid(True, axis="y", alpha=0.3)
+        if row == 0:
+            ax.legend(fontsize="x-small", loc="upper left", ncols=4)
+    return fig
+
+
+def timeline_figure(title: str, panels: list[tuple[str, list[dict[str, Any]],
+                                                  list[dict[str, Any]]]]) -> Figure:
+    """One run per panel: a row per transfer (the listing, then each file) from its slice's
+    start to its end, coloured by phase in order, and its stalls marked below it."""
+    fig = Figure(figsize=(11.0, 1.2 + sum(0.9 + 0.22 * len(p[1]) for p in panels)),
+                 layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(title)
+    colors = dict(PHASE_STYLE)
+    heights = [max(1, len(p[1])) for p in panels]
+    axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})
+    for ax, (label, phases, stalls) in zip(axes[:, 0], panels, strict=True):
+        ax.set_title(label, fontsize="medium")
+        for row in phases:
+            y = -row["item"]
+            start = row["start_s"]
+            for phase in ("gap", "request", "setup", "data", "close", "reply"):
+                span = row[f"{phase}_s"]
+                if span > 0:
+                    ax.barh(y, span, left=start, height=0.7,
+                            color=colors["listing" if row["item"] == 0 else phase])
+                start += span
+            fig.analysis_data.append({"run": label, "item": int(row["item"]),
+                                      "start_s": row["start_s"], "end_s": row["end_s"]})
+        for stall in stalls:
+            ax.plot([stall["start_s"], stall["end_s"]], [-stall["item"] - 0.45] * 2,
+                    color="black", linewidth=2.5, solid_capstyle="butt")
+        ax.set_yticks([-r["item"] for r in phases],
+                      ["listing" if r["item"] == 0 else f"file {int(r['item'])}"
+                       for r in phases], fontsize="x-small")
+        ax.set_xlabel("time since the session's start (s)")
+        ax.grid(True, axis="x", alpha=0.3)
+    handles = [Patch(color=c, label=p) for p, c in PHASE_STYLE]
+    handles.append(Line2D([], [], color="black", linewidth=2.5,
+                                           label="stall"))
+    axes[0, 0].legend(handles=handles, loc="upper right", ncols=len(handles) // 2 + 1,
+                      fontsize="x-small", framealpha=0.85)
     return fig

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -159,7 +160,7 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
     only the failed ones left to redo."""
     rows: dict[str, dict[str, Any]] = {}
     failures: list[tuple[str, BaseException]] = []
-    pool = ProcessPoolExecutor(workers)
+    pool = ProcessPoolExecutor(workers, initializer=_worker_setup)
     try:
         futures: dict[Future, str] = {
             pool.submit(analyse_into_cache, experiment, ledger.run_dir(run_id), record): run_id
@@ -173,8 +174,9 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
             if tally:
                 tally.step(done)
     except BaseException:
-        # an interrupt: the queued runs are dropped rather than waited for
-        pool.shutdown(wait=True, cancel_futures=True)
+        # an interrupt: the queued runs are dropped and the running ones stopped, rather
+        # than waited for; what they had not written is redone by the next run
+        _stop_pool(pool)
         raise
     else:
         pool.shutdown(wait=True)
@@ -185,6 +187,44 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
             others = f" (and {len(failures) - 1} more: {', '.join(r for r, _ in failures[1:6])})"
         raise RuntimeError(f"analysing run {run_id} failed: {error!r}{others}") from error
     return rows
+
+
+def _worker_setup() -> None:
+    """A worker leaves Ctrl-C to the main process, which stops it. Otherwise the terminal's
+    SIGINT reaches every worker too, each prints a traceback, and one caught while taking
+    the next task off the queue leaves the pool waiting for it forever. It leads a process
+    group of its own, so that stopping it stops its tshark too, and dies of SIGTERM (not
+    the main process's handler, inherited at fork, that turns it into an interrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.setpgrp()
+
+
+def _signal_worker(process: Any, signum: int) -> None:
+    """The worker's process group (the worker and its tshark), or the worker alone if it has
+    not made its group yet."""
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        if process.is_alive():
+            os.kill(process.pid, signum)
+
+
+def _stop_pool(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
+    """Cancel what has not started and end the workers with their tshark: SIGTERM, then
+    SIGKILL after `grace_s`. A half-written analysis is never seen (the cache is written
+    atomically), so nothing is lost but the runs in progress, which the next run redoes."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            _signal_worker(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            _signal_worker(process, signal.SIGKILL)
+            process.join(1.0)
 
 
 class _Tally:

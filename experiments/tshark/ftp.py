@@ -20,6 +20,7 @@ DATA_SETUP_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "NLST")
 class ControlChannel:
     replies: list[tuple[int, float]] = field(default_factory=list)   # (code, time received)
     commands: list[tuple[str, float]] = field(default_factory=list)  # (verb, time sent)
+    reply_texts: list[str] = field(default_factory=list)             # each reply's final line
 
     def first_reply(self, code: int) -> float | None:
         return next((t for c, t in self.replies if c == code), None)
@@ -56,7 +57,7 @@ def _tcp_control(pcap: Path) -> ControlChannel:
     client = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
               if int(port) != FTP_PORT]
     channel = ControlChannel()
-    channel.replies = _replies(_in_order_lines(server, received=True))
+    channel.replies, channel.reply_texts = _replies(_in_order_lines(server, received=True))
     channel.commands = _commands(_in_order_lines(client, received=False))
     return channel
 
@@ -116,16 +117,18 @@ def _sctp_control(pcap: Path) -> ControlChannel:
             text = payload.decode("latin-1")
             lines += [(line, delivered) for line in text.split("\r\n") if line]
         if from_server:
-            channel.replies = _replies(lines)
+            channel.replies, channel.reply_texts = _replies(lines)
         else:
             channel.commands = _commands(lines)
     return channel
 
 
-def _replies(lines: list[tuple[str, float]]) -> list[tuple[int, float]]:
-    """Complete replies: a final line is three digits and a space (RFC 959 multi-line rule)."""
-    return [(int(line[:3]), t) for line, t in lines
-            if len(line) >= 4 and line[:3].isdigit() and line[3] == " "]
+def _replies(lines: list[tuple[str, float]]) -> tuple[list[tuple[int, float]], list[str]]:
+    """Complete replies, (code, time) and the final line's text: a final line is three digits
+    and a space (RFC 959 multi-line rule)."""
+    final = [(line, t) for line, t in lines
+             if len(line) >= 4 and line[:3].isdigit() and line[3] == " "]
+    return [(int(line[:3]), t) for line, t in final], [line for line, _ in final]
 
 
 def _commands(lines: list[tuple[str, float]]) -> list[tuple[str, float]]:

@@ -30,6 +30,8 @@ class SctpFrame:
     dst: str
     dst_port: int
     chunks: list[DataChunk]
+    src: str = ""
+    types: list[int] = field(default_factory=list)   # every chunk's type, in order
 
 
 def sctp_data_chunks(pcap: Path, display_filter: str
@@ -50,14 +52,16 @@ def sctp_frames(pcap: Path, display_filter: str) -> list[tuple[float, SctpFrame]
 def _parse_sctp_frame(frame: bytes) -> SctpFrame:
     ip = 14  # Ethernet II, as on the testbed's veth links
     sctp = ip + (frame[ip] & 0x0F) * 4
+    src = ".".join(str(b) for b in frame[ip + 12:ip + 16])
     dst = ".".join(str(b) for b in frame[ip + 16:ip + 20])
     src_port = int.from_bytes(frame[sctp:sctp + 2], "big")
     dst_port = int.from_bytes(frame[sctp + 2:sctp + 4], "big")
-    chunks, offset = [], sctp + 12
+    chunks, types, offset = [], [], sctp + 12
     while offset + 4 <= len(frame):
         kind, length = frame[offset], int.from_bytes(frame[offset + 2:offset + 4], "big")
         if length < 4:
             break
+        types.append(kind)
         if kind == 0 and length >= 16 and offset + 16 <= len(frame):  # DATA
             chunks.append(DataChunk(
                 sid=int.from_bytes(frame[offset + 8:offset + 10], "big"),
@@ -66,7 +70,7 @@ def _parse_sctp_frame(frame: bytes) -> SctpFrame:
                 length=length - 16, payload=frame[offset + 16:offset + length],
                 ends_message=bool(frame[offset + 1] & 0x01)))
         offset += (length + 3) & ~3
-    return SctpFrame(src_port, dst, dst_port, chunks)
+    return SctpFrame(src_port, dst, dst_port, chunks, src, types)
 
 
 class TsnTracker:

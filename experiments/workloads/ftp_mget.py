@@ -34,15 +34,17 @@ if TYPE_CHECKING:
     from topology.net.base import Topology
 
     from ..harness.spec import Experiment, Reader
+    from ..tshark.ftp import ControlChannel
 
 KIND = "ftp-mget"
 VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
 LATER_VARIANTS = ("xftp", "tcp-pipelined")
 INTERVALS = {
     "nlst150-to-last226": "the client's receipt of the 150 reply to NLST to its receipt of the "
-                          "last 226 (E1)",
+                          "last 226, or of the last file's last byte if that came later (E1)",
     "first-packet-to-last226": "the first packet the client sends for mget to its receipt of "
-                               "the last 226 (E2)",
+                               "the last 226, or of the last file's last byte if that came "
+                               "later (E2)",
 }
 MAX_FILES = 10_000
 MAX_FILE_SIZE = 1 << 30
@@ -50,6 +52,8 @@ AGREEMENT_S = 0.001
 CLIENT_IF = "client-eth0"
 DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
 LINUX_SCTP_RTO_MIN_MS = 1000
+LINUX_TCP_RTO_MIN_S = 0.2
+FULL_PACKET_BITS = 1514 * 8
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,12 @@ def client_interval(events: list[dict[str, Any]], interval: str) -> float | None
     from ..tshark.ftp import DATA_SETUP_COMMANDS
 
     end = next((e["t"] for e in reversed(events) if e.get("event") == "last_226"), None)
+    # over SCTP streams a 226 on stream 0 can overtake its file's bytes on stream 1: the
+    # session ends when both are in
+    last_byte = max((e["t"] for e in events if e.get("event") == "file_last_byte"),
+                    default=None)
+    if end is not None and last_byte is not None:
+        end = max(end, last_byte)
     if interval == "nlst150-to-last226":
         start = next((e["t"] for e in events if e.get("event") == "nlst_150"), None)
     else:
@@ -104,12 +114,11 @@ def client_interval(events: list[dict[str, Any]], interval: str) -> float | None
     return None if start is None or end is None else end - start
 
 
-def pcap_interval(pcap: Path, transport: str, interval: str) -> float | None:
-    """The interval read from the client's capture; None when a reply it needs never became
-    whole in the capture: no measurement, never a number."""
-    from ..tshark.ftp import DATA_SETUP_COMMANDS, control_channel
+def interval_bounds(channel: ControlChannel, interval: str) -> tuple[float, float] | None:
+    """The interval's start and end in the capture's clock; None when a reply it needs never
+    became whole in the capture: no measurement, never a number."""
+    from ..tshark.ftp import DATA_SETUP_COMMANDS
 
-    channel = control_channel(pcap, transport)
     end = channel.last_reply(226)
     if interval == "nlst150-to-last226":
         start = channel.first_reply(150)
@@ -117,7 +126,26 @@ def pcap_interval(pcap: Path, transport: str, interval: str) -> float | None:
         start = channel.first_command(DATA_SETUP_COMMANDS)
     if start is None or end is None or not math.isfinite(end - start):
         return None
-    return end - start
+    return start, end
+
+
+PHASE_METRICS = (
+    Metric("phase_listing_s", "the listing's slice of the session (150 of NLST to its 226 for "
+                              "E1), divided by the files, seconds"),
+    Metric("phase_gap_s", "per file: the previous transfer's end to the file's first command"),
+    Metric("phase_request_s", "per file: its commands and replies up to its first data byte, "
+                              "less the data connection's set-up"),
+    Metric("phase_setup_s", "per file: the data connection's handshake (SYN to the ACK of the "
+                            "SYN-ACK; INIT to COOKIE ACK)"),
+    Metric("phase_data_s", "per file: its first data byte to its last"),
+    Metric("phase_close_s", "per file: its last data byte to the data connection's last "
+                            "packet (FIN exchange; SHUTDOWN, SHUTDOWN-ACK, SHUTDOWN-COMPLETE)"),
+    Metric("phase_reply_s", "per file: from there to its 226"),
+    Metric("stalls_per_file", "waits of over one round trip with no new data, per file"),
+    Metric("stall_s_per_file", "the time in those waits, per file, seconds"),
+    Metric("phases_total_s", "the sum of the session's slices (the transfer time, unless the "
+                             "last file's last byte came after the last 226), seconds"),
+)
 
 
 class FtpMget:
@@ -134,16 +162,18 @@ class FtpMget:
         Metric("client_time_s", "the same interval from the client's own clock, seconds"),
         Metric("retransmissions", "retransmitted segments or DATA chunks, both directions"),
         Metric("timeouts", "retransmissions driven by a timer"),
+        *PHASE_METRICS,
     )
     default_metric = "transfer_time_s"
     point_columns = ("path", "loss", "file_size", "files", "variant", "profile")
     run_columns = ("transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
-                   "connections", "handshakes", "retransmissions", "timeouts")
+                   "last_byte_after_226_s", "connections", "handshakes", "retransmissions",
+                   "timeouts")
     summary_aliases = {"mean_s": "transfer_time_s_mean", "sd_s": "transfer_time_s_sd",
                        "ci90_half_s": "transfer_time_s_ci90_half",
                        "ci90_rel": "transfer_time_s_ci90_rel",
                        "ci_half_s": "transfer_time_s_ci_half"}
-    analysis_version = 5
+    analysis_version = 6
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
@@ -277,28 +307,56 @@ class FtpMget:
     def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],
                 capture: Path | None) -> dict[str, Any]:
         settings: Settings = experiment.settings
-        rto_floor_s = experiment.sctp.get("rto_min_ms", LINUX_SCTP_RTO_MIN_MS) / 1000
-        row = measure(run_dir, capture, record["params"]["variant"], settings.interval,
-                      rto_floor_s, CLIENT_IP)
+        params = record["params"]
+        rto_floor_s = (experiment.sctp.get("rto_min_ms", LINUX_SCTP_RTO_MIN_MS) / 1000
+                       if transport_of(params["variant"]) == "sctp" else LINUX_TCP_RTO_MIN_S)
+        path = experiment.network.entry(params["path"])
+        phases = PhaseSettings(2 * path.delay_s + 2 * FULL_PACKET_BITS / path.rate_bps,
+                               params["files"], experiment.snaplen == 0)
+        row = measure(run_dir, capture, params["variant"], settings.interval, rto_floor_s,
+                      CLIENT_IP, phases)
         if record["status"] == "ok" and row["transfer_time_s"] is None:
             row["notes"].append("the measured instants are not in the pcap")
         return row
 
 
+@dataclass(frozen=True)
+class PhaseSettings:
+    """What the phase breakdown needs beyond the capture: the wait that counts as a stall
+    (the path's round trip and two full packets' serialization), the files in the session,
+    and whether the capture holds whole packets."""
+
+    stall_s: float
+    files: int
+    whole_packets: bool = True
+
+
 def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
-            rto_floor_s: float, client_ip: str) -> dict[str, Any]:
+            rto_floor_s: float, client_ip: str, phases: PhaseSettings | None = None
+            ) -> dict[str, Any]:
     """What a session measured: the interval from the client's pcap and from its own clock
-    (flagged when they disagree by over 1 ms), and the pcap's counters. The harness and the
-    playbooks' analysis of a fetched run both read a run this way."""
+    (flagged when they disagree by over 1 ms), the pcap's counters and, given `phases`, where
+    the time went (runs/<id>/phases.csv and stalls.csv, and their means per file). The harness
+    and the playbooks' analysis of a fetched run both read a run this way."""
     from ..tshark import transport
+    from ..tshark.ftp import control_channel
 
     kind = transport_of(variant)
     row: dict[str, Any] = {"transfer_time_s": None, "pcap_client_diff_ms": None,
                            "flagged": False, "notes": []}
     row["client_time_s"] = client_interval(client_events(run_dir), interval)
     if capture is not None:
-        row["transfer_time_s"] = pcap_interval(capture, kind, interval)
+        channel = control_channel(capture, kind)
+        bounds = interval_bounds(channel, interval)
         row.update(vars(transport.counters(capture, kind, client_ip, rto_floor_s)))
+        if bounds is not None:
+            settings = phases or PhaseSettings(math.inf, 0)
+            summary, end = _phases(run_dir, capture, channel, kind, bounds, rto_floor_s,
+                                   client_ip, settings, row["notes"])
+            row["last_byte_after_226_s"] = max(0.0, end - bounds[1])
+            row["transfer_time_s"] = max(end, bounds[1]) - bounds[0]
+            if phases is not None:
+                row.update(summary)
     if row["transfer_time_s"] is not None and row["client_time_s"] is not None:
         diff = row["transfer_time_s"] - row["client_time_s"]
         row["pcap_client_diff_ms"] = 1000 * diff
@@ -306,6 +364,29 @@ def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
             row["flagged"] = True
             row["notes"].append(f"pcap and client disagree by {1000 * diff:+.2f} ms")
     return row
+
+
+def _phases(run_dir: Path, capture: Path, channel: ControlChannel, kind: str,
+            bounds: tuple[float, float], rto_floor_s: float, client_ip: str,
+            settings: PhaseSettings, notes: list[str]) -> tuple[dict[str, Any], float]:
+    """The per-file phases' summary and the session's end: its last 226, or its last file's
+    last byte where that came later."""
+    from .ftp_phases import run_summary, session_phases, write_csvs
+
+    slices = session_phases(capture, channel, kind, client_ip, bounds[0], settings.stall_s,
+                            rto_floor_s, settings.whole_packets)
+    write_csvs(run_dir, slices, bounds[0])
+    end = max([bounds[1], *(s.end_s for s in slices)])
+    if settings.files and len(slices) != settings.files + 1:
+        notes.append(f"phases: {len(slices)} transfers found in the pcap, "
+                     f"{settings.files + 1} expected")
+        return {}, end
+    if not settings.files:
+        return {}, end
+    summary = run_summary(slices, settings.files)
+    if abs(summary["phases_total_s"] - (end - bounds[0])) > AGREEMENT_S:
+        notes.append("phases do not add up to the transfer time")
+    return summary, end
 
 
 WORKLOAD = FtpMget()

@@ -17,12 +17,13 @@ FUZZ_CFLAGS  := $(CSTD) $(WARN) -Wno-unused-command-line-argument -O1 -g \
 # vsnprintf wrapper; the regular gcc builds keep the full warning.
 FUZZ_SRCFLAGS := -Wno-format-nonliteral
 
-# Objects of src/ for the targets: everything but the real transport
-# (fuzz/memxp.c replaces it) and ftpd's process layer.
-FUZZ_SERVER  := str sysutil addrparse tunables logging session cmdio \
-                prelogin postlogin dataio ls confine
-FUZZ_CLIENT  := str sysutil addrparse events clientopts ctrlconn localfile \
-                xfer msxfer
+# Objects of src/ for the session and client targets: the programs' own
+# lists (../Makefile), but for the real transport (fuzz/memxp.c replaces it)
+# and the file with main(): ftpd's process layer stays out, ftpc.c is built
+# apart below.  A file added to a program joins its targets by itself.
+FUZZ_NOT     := transport ftpd ftpc
+FUZZ_SERVER  := $(filter-out $(FUZZ_NOT),$(COMMON) $(SERVER))
+FUZZ_CLIENT  := $(filter-out $(FUZZ_NOT),$(COMMON) $(CLIENT))
 FUZZ_HELPERS := memxp checks tree
 FUZZ_CMDLINE := str sysutil addrparse tunables clientopts bulkopts
 
@@ -33,11 +34,13 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 fuzz-build: $(FUZZ_BINS)
 
-# wraps.c: which runs may have changed the tree; no poll on memory.
+# wraps.c: which runs may have changed the tree; no poll on memory; socket
+# options and the data pump's send and sendfile on the in-memory transport.
+FUZZ_WRAPS   := sys_open sys_wait_fd sys_setsockopt_int send sendfile
 $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
     $(call fo,$(FUZZ_SERVER)) $(ho) $(FUZZ_BUILD)/wraps.o
 $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
-    FUZZ_LDFLAGS := -Wl,--wrap=sys_open,--wrap=sys_wait_fd
+    FUZZ_LDFLAGS := $(FUZZ_WRAPS:%=-Wl,--wrap=%)
 $(FUZZ_BUILD)/fuzz_addrparse $(FUZZ_BUILD)/fuzz_confine: \
     $(call fo,str addrparse confine) $(ho)
 $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer: \

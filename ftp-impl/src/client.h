@@ -19,11 +19,17 @@ struct client {
   double t_last_226; /* latest 226 reply */
   char last_226_cmd[16];
   char error[512]; /* why the session failed */
+  int refused;     /* the last failed transfer got 550 before any data */
+  size_t skipped;  /* names an mget skipped (refused with 550) */
 };
 
 /* Failure helper: set cl->error, return -1. */
 int client_fail(struct client *cl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* mget: report a name the server refused with 550 (a `skipped` event),
+ * count it and clear cl->error: the session goes on. */
+void client_skip(struct client *cl, const char *name);
 
 /* Classic FTP (tcp, sctp-naive): one data connection per transfer. */
 int xfer_list(struct client *cl, const char *cmd, const char *arg,
@@ -34,8 +40,9 @@ int xfer_put(struct client *cl, const char *local);
 /* Multistream (sctp-ms, sctp-ms-cp): data on stream 1 of the association. */
 int ms_list(struct client *cl, const char *cmd, const char *arg,
             struct buf *out);
-/* SIZE then RETR for each name; pipelined = sctp-ms-cp. */
-int ms_get(struct client *cl, char **names, size_t n, int pipelined);
+/* SIZE then RETR for each name; pipelined = sctp-ms-cp; skip: a 550 to
+ * SIZE or RETR (before any data) skips the name instead of failing. */
+int ms_get(struct client *cl, char **names, size_t n, int pipelined, int skip);
 int ms_put(struct client *cl, const char *local);
 
 #endif

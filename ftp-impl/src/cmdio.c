@@ -133,6 +133,51 @@ enum cmdio_status cmdio_get_line(struct session *s, char *line, size_t cap,
   }
 }
 
+/* Is the first complete line in s->in "ABOR" (after Telnet IP/Synch, any
+ * case)?  Consumed if so. */
+static enum cmdio_watch first_line(struct session *s) {
+  char line[64];
+  char *nl = s->in.len ? memchr(s->in.data, '\n', s->in.len) : NULL;
+  size_t n, clean;
+  if (nl == NULL) {
+    return s->in.len > (size_t)tunables.max_line ? CMDIO_WATCH_OTHER
+                                                 : CMDIO_WATCH_NONE;
+  }
+  n = (size_t)(nl - s->in.data) + 1;
+  if (s->discarding || n >= sizeof line) {
+    return CMDIO_WATCH_OTHER;
+  }
+  memcpy(line, s->in.data, n);
+  if (clean_line(line, n, &clean) != 0) {
+    return CMDIO_WATCH_OTHER;
+  }
+  while (clean > 0 && line[clean - 1] == ' ') {
+    line[--clean] = '\0';
+  }
+  if (!str_eq_nocase(line, "ABOR")) {
+    return CMDIO_WATCH_OTHER;
+  }
+  buf_consume(&s->in, n);
+  return CMDIO_WATCH_ABOR;
+}
+
+enum cmdio_watch cmdio_watch_abor(struct session *s, int readable) {
+  if (readable) {
+    size_t dlen;
+    int rc = cmdio_recv(s, NULL, 0, &dlen, 0);
+    if (rc < 0 && errno == EMSGSIZE) {
+      return CMDIO_WATCH_OTHER; /* input buffer full: read after the transfer */
+    }
+    if (rc < 0 && errno == ETIMEDOUT) {
+      return CMDIO_WATCH_NONE;
+    }
+    if (rc <= 0) {
+      return CMDIO_WATCH_GONE;
+    }
+  }
+  return first_line(s);
+}
+
 static int send_ctrl(struct session *s, const char *p, size_t n) {
   return xp_send(&s->ctrl, p, n, SID_CTRL);
 }

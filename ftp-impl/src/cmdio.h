@@ -25,6 +25,17 @@ enum cmdio_status cmdio_get_line(struct session *s, char *line, size_t cap,
 int cmdio_recv(struct session *s, char *data, size_t dcap, size_t *dlen,
                int timeout_ms);
 
+/* During a transfer: is the next command ABOR?  readable: the control
+ * connection has bytes to read first (it never blocks).  ABOR is consumed;
+ * OTHER means a different command comes first (stop watching). */
+enum cmdio_watch {
+  CMDIO_WATCH_NONE = 0, /* no complete line yet */
+  CMDIO_WATCH_ABOR,
+  CMDIO_WATCH_OTHER,
+  CMDIO_WATCH_GONE /* the control connection closed or failed */
+};
+enum cmdio_watch cmdio_watch_abor(struct session *s, int readable);
+
 /* "CODE text\r\n".  -1 if the control connection failed. */
 int cmdio_reply(struct session *s, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

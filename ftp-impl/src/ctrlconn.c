@@ -9,6 +9,8 @@
 #include "sysutil.h"
 
 #define MAX_REPLY_LINE 65536
+#define MAX_REPLY_LINES                                                        \
+  1000 /* a multi-line reply longer than this is refused */
 #define RECV_CHUNK (1u << 20)
 
 int ctrl_open(struct ctrlconn *cc, enum xp_proto p, const struct addr *dst,
@@ -153,6 +155,9 @@ static int reply_code(const char *line) {
 static int parse_line(struct ctrlconn *cc, const char *line, double t) {
   int code = reply_code(line);
   if (cc->multi_code != 0) {
+    if (++cc->multi_lines > MAX_REPLY_LINES) {
+      return -2;
+    }
     if (code == cc->multi_code && line[3] == ' ') {
       cc->multi_code = 0;
       finish_reply(cc, code, line + 4, t);
@@ -165,6 +170,7 @@ static int parse_line(struct ctrlconn *cc, const char *line, double t) {
   }
   if (line[3] == '-') {
     cc->multi_code = code;
+    cc->multi_lines = 1;
     return 0;
   }
   finish_reply(cc, code, line[3] ? line + 4 : "", t);
@@ -194,7 +200,13 @@ static int parse_lines(struct ctrlconn *cc, double t) {
       line[n - 1] = '\0';
     }
     buf_consume(&cc->in, n + 1);
-    if (parse_line(cc, line, t) != 0) {
+    switch (parse_line(cc, line, t)) {
+    case 0: break;
+    case -2:
+      (void)str_fmt(cc->error, sizeof cc->error,
+                    "reply of more than %d lines refused", MAX_REPLY_LINES);
+      return -1;
+    default:
       (void)str_copy(cc->error, sizeof cc->error,
                      "malformed reply from server");
       return -1;
@@ -258,6 +270,13 @@ int ctrl_has_reply(const struct ctrlconn *cc) {
 int ctrl_reply(struct ctrlconn *cc, struct reply *r) {
   int64_t deadline = sys_mono_ms() + cc->timeout_ms;
   while (!ctrl_has_reply(cc)) {
+    /* the limit is on the whole reply: bytes that keep coming without ever
+     * completing one (an endless line, endless lines) do not extend it */
+    if (sys_ms_left(deadline) == 0) {
+      (void)str_copy(cc->error, sizeof cc->error,
+                     "timeout waiting for a complete reply");
+      return -1;
+    }
     if (ctrl_pump(cc, sys_ms_left(deadline)) < 0) {
       return -1;
     }
@@ -267,17 +286,29 @@ int ctrl_reply(struct ctrlconn *cc, struct reply *r) {
 }
 
 int ctrl_reply_bytes(const struct reply *r, unsigned long long *n) {
-  const char *p = strrchr(r->text, '(');
+  /* The count is the "(DIGITS bytes)" group that ends the text, before at
+   * most one final '.' (PROTOCOL.md): a '(' inside a file name earlier in
+   * the line is never taken for it. */
+  static const char tail[] = " bytes)";
+  size_t len = strlen(r->text), tl = sizeof tail - 1, end, start;
   unsigned long long v = 0;
-  int digits = 0;
-  if (p == NULL) {
+  if (len > 0 && r->text[len - 1] == '.') {
+    len--;
+  }
+  if (len < tl + 2 || memcmp(r->text + len - tl, tail, tl) != 0) {
     return -1;
   }
-  for (p++; *p >= '0' && *p <= '9' && digits < 19; p++, digits++) {
-    v = v * 10 + (unsigned long long)(*p - '0');
+  end = len - tl;
+  for (start = end;
+       start > 0 && r->text[start - 1] >= '0' && r->text[start - 1] <= '9';
+       start--) {
   }
-  if (digits == 0 || strncmp(p, " bytes)", 7) != 0) {
+  if (start == end || end - start > 19 || start == 0 ||
+      r->text[start - 1] != '(') {
     return -1;
+  }
+  for (; start < end; start++) {
+    v = v * 10 + (unsigned long long)(r->text[start] - '0');
   }
   *n = v;
   return 0;

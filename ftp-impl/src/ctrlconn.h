@@ -36,7 +36,8 @@ struct ctrlconn {
   size_t pend_head, pend_len, pend_cap;
   struct reply *rq; /* parsed replies not yet taken */
   size_t rq_head, rq_len, rq_cap;
-  int multi_code; /* inside a multi-line reply */
+  int multi_code;       /* inside a multi-line reply */
+  unsigned multi_lines; /* lines of it so far (at most MAX_REPLY_LINES) */
   data_fn on_data;
   void *data_ctx;
   void (*on_reply)(void *ctx, const struct reply *r); /* every reply */
@@ -60,7 +61,8 @@ int ctrl_pump(struct ctrlconn *cc, int timeout_ms);
 int ctrl_has_reply(const struct ctrlconn *cc);
 /* Next reply, receiving as needed.  -1 on error/timeout (cc->error). */
 int ctrl_reply(struct ctrlconn *cc, struct reply *r);
-/* Byte count "(N bytes)" in a 150 text; -1 if absent. */
+/* Byte count of a 150 text: the "(N bytes)" group that ends it, before at
+ * most one final '.'; -1 if absent. */
 int ctrl_reply_bytes(const struct reply *r, unsigned long long *n);
 
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cmdio.h"
+#include "datapump.h"
 #include "ftpcodes.h"
 #include "logging.h"
 #include "sysutil.h"
@@ -70,13 +71,57 @@ void dataio_port(struct session *s, const struct addr *a, const char *cmd) {
                     "%s command successful. Consider using PASV.", cmd);
 }
 
+/* Wait for the client's data connection, watching the control connection
+ * too: a client that left frees its session at once (not after the data
+ * timeout), and an ABOR sent meanwhile is served.  0 readable, -1 not. */
+static int watch_ctrl(struct session *s, int readable, int *watch) {
+  enum cmdio_watch w = cmdio_watch_abor(s, readable);
+  if (w == CMDIO_WATCH_GONE) {
+    log_line("DISCONNECT by peer while waiting for the data connection");
+    s->quit = 1;
+    return -1;
+  }
+  if (w == CMDIO_WATCH_ABOR) {
+    s->aborted = 1;
+    return -1;
+  }
+  *watch = w == CMDIO_WATCH_NONE;
+  return 0;
+}
+
+static int await_pasv(struct session *s) {
+  int64_t deadline = sys_mono_ms() + (int64_t)tunables.data_timeout_s * 1000;
+  int watch = 1;
+  if (watch_ctrl(s, 0, &watch) != 0) {
+    return -1; /* ABOR already came with the command */
+  }
+  for (;;) {
+    struct pollfd f[2];
+    int rc;
+    f[0].fd = s->pasv_fd;
+    f[0].events = POLLIN;
+    f[1].fd = watch ? s->ctrl.fd : -1;
+    f[1].events = POLLIN;
+    f[0].revents = f[1].revents = 0;
+    rc = sys_poll(f, 2, sys_ms_left(deadline));
+    if (rc <= 0) {
+      log_line("FAIL passive data connection: %s",
+               rc == 0 ? "timeout" : strerror(errno));
+      return -1;
+    }
+    if (f[1].revents != 0 && watch_ctrl(s, 1, &watch) != 0) {
+      return -1;
+    }
+    if (f[0].revents != 0) {
+      return 0;
+    }
+  }
+}
+
 static int accept_pasv(struct session *s, struct xp_conn *data) {
   struct addr peer;
   char who[96];
-  int rc = sys_wait_fd(s->pasv_fd, POLLIN, tunables.data_timeout_s * 1000);
-  if (rc <= 0) {
-    log_line("FAIL passive data connection: %s",
-             rc == 0 ? "timeout" : strerror(errno));
+  if (await_pasv(s) != 0) {
     return -1;
   }
   if (xp_accept(s->pasv_fd, s->ctrl.proto, &tunables.data_opts, data, &peer) !=
@@ -119,7 +164,16 @@ int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
   }
   if ((s->pasv_fd >= 0 ? accept_pasv(s, data) : connect_port(s, data)) != 0) {
     dataio_reset(s);
-    (void)cmdio_reply(s, FTP_BADSENDCONN, "Failed to establish connection.");
+    if (s->aborted) {
+      s->aborted = 0;
+      log_line("ABORT transfer on the client's ABOR");
+      if (cmdio_reply(s, FTP_BADSENDCONN, "No data connection; aborted.") ==
+          0) {
+        (void)cmdio_reply(s, FTP_TRANSFEROK, "Abort successful.");
+      }
+    } else if (!s->quit) {
+      (void)cmdio_reply(s, FTP_BADSENDCONN, "Failed to establish connection.");
+    }
     return -1;
   }
   dataio_reset(s);
@@ -156,10 +210,34 @@ static int await_delivery(struct session *s, struct xp_conn *data) {
   return 0;
 }
 
+/* Classic TCP transfers go through the pump: a deadline on progress, and
+ * ABOR or the client's departure noticed between chunks. */
+static int pumped(struct session *s, struct xp_conn *data, int fd,
+                  const char *buf, uint64_t count) {
+  switch (pump_send(s, data, fd, buf, count)) {
+  case PUMP_DONE: return await_delivery(s, data);
+  case PUMP_ABORTED: s->aborted = 1; return -1;
+  case PUMP_CTRL_GONE:
+    log_line("DISCONNECT by peer during a transfer");
+    s->quit = 1;
+    return -1;
+  case PUMP_FAILED:
+  default: return -1;
+  }
+}
+
+static int pump_fits(const struct session *s, const struct xp_conn *data) {
+  return !s->multistream && data->proto == XP_TCP && data->fd >= 0;
+}
+
 int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
                    uint64_t count) {
-  uint64_t sent = xp_send_file(channel(s, data), fd, count,
-                               s->multistream ? SID_DATA : 0, tunables.chunk);
+  uint64_t sent;
+  if (pump_fits(s, data)) {
+    return pumped(s, data, fd, NULL, count);
+  }
+  sent = xp_send_file(channel(s, data), fd, count,
+                      s->multistream ? SID_DATA : 0, tunables.chunk);
   if (sent != count) {
     log_line("FAIL send: %llu of %llu bytes: %s", (unsigned long long)sent,
              (unsigned long long)count, strerror(errno));
@@ -170,6 +248,9 @@ int dataio_send_fd(struct session *s, struct xp_conn *data, int fd,
 
 int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
                     uint64_t n) {
+  if (pump_fits(s, data)) {
+    return pumped(s, data, -1, p, n);
+  }
   /* In multistream mode a listing is ONE message: its MSG_EOR marks the
    * end (the transport grows the send buffer to fit it). */
   if (xp_send(channel(s, data), p, (size_t)n, s->multistream ? SID_DATA : 0) !=
@@ -233,6 +314,19 @@ void dataio_end(struct session *s, struct xp_conn *data, int ok,
     }
   }
   s->transfers++;
+  if (s->aborted) {
+    /* RFC 959 ABOR: 426 for the transfer, then 226 for the ABOR itself */
+    s->aborted = 0;
+    log_line("ABORT transfer on the client's ABOR");
+    if (cmdio_reply(s, FTP_BADSENDNET,
+                    "Connection closed; transfer aborted.") == 0) {
+      (void)cmdio_reply(s, FTP_TRANSFEROK, "Abort successful.");
+    }
+    return;
+  }
+  if (s->quit) {
+    return; /* the control connection is gone: nobody to reply to */
+  }
   if (ok) {
     (void)cmdio_reply(s, FTP_TRANSFEROK, "Transfer complete.");
     return;

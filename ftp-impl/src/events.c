@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "str.h"
@@ -94,6 +95,23 @@ void ev_array_str(struct event *e, const char *val) {
     return;
   }
   add(e, q);
+}
+
+int ev_array_try(struct event *e, const char *val, size_t reserve) {
+  size_t len = strlen(e->text), vlen = strlen(val);
+  size_t cap = vlen * 6 + 3; /* every byte escaped as \u00XX, quotes, NUL */
+  char *q = sys_malloc(cap);
+  int rc = -1;
+  if (str_json(q, cap, val) == 0 &&
+      len + 1 + strlen(q) + reserve < sizeof e->text) {
+    if (len > 0 && e->text[len - 1] != '[') {
+      add(e, ",");
+    }
+    add(e, q);
+    rc = 0;
+  }
+  free(q);
+  return rc;
 }
 
 void ev_array_end(struct event *e) { add(e, "]"); }

@@ -4,6 +4,7 @@
 #ifndef FTP_EVENTS_H
 #define FTP_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct event {
@@ -24,6 +25,9 @@ void ev_null(struct event *e, const char *key);
 void ev_array_begin(struct event *e, const char *key);
 void ev_array_str(struct event *e, const char *val);
 void ev_array_end(struct event *e);
+/* Add val to the open array only if it fits with `reserve` bytes to spare
+ * (for what the caller still adds); 0 added, -1 the event is unchanged. */
+int ev_array_try(struct event *e, const char *val, size_t reserve);
 /* Print the line (an event too large to print is replaced by a marker). */
 void ev_end(struct event *e);
 

@@ -119,20 +119,41 @@ static size_t split_lines(struct buf *b, char ***lines_out) {
   return n;
 }
 
-static void emit_listing(const char *cmd, size_t bytes, char **lines,
-                         size_t n) {
-  struct event e;
-  size_t i;
-  ev_begin(&e, "listing");
-  ev_str(&e, "cmd", cmd);
-  ev_u64(&e, "bytes", bytes);
-  ev_u64(&e, "count", n);
-  ev_array_begin(&e, "entries");
-  for (i = 0; i < n; i++) {
-    ev_array_str(&e, lines[i]);
+/* One `listing` event per 64 KiB line at most: each carries `first` (index
+ * of its first entry) and as many entries as fit, so a listing of any size
+ * comes through whole.  An entry too long for any event fails the command. */
+static int emit_listing(struct client *cl, const char *cmd, size_t bytes,
+                        char **lines, size_t n) {
+  size_t i = 0;
+  do {
+    struct event e;
+    size_t first = i;
+    ev_begin(&e, "listing");
+    ev_str(&e, "cmd", cmd);
+    ev_u64(&e, "bytes", bytes);
+    ev_u64(&e, "count", n);
+    ev_u64(&e, "first", first);
+    ev_array_begin(&e, "entries");
+    while (i < n && ev_array_try(&e, lines[i], 8) == 0) {
+      i++;
+    }
+    if (i == first && i < n) {
+      return client_fail(cl, "%s: entry %zu is too long to report (%zu bytes)",
+                         cmd, i, strlen(lines[i]));
+    }
+    ev_array_end(&e);
+    ev_end(&e);
+  } while (i < n);
+  return 0;
+}
+
+/* A listing is text: NUL bytes in it are refused, not cut at. */
+static int check_listing(struct client *cl, const char *cmd,
+                         const struct buf *b) {
+  if (b->len > 0 && memchr(b->data, '\0', b->len) != NULL) {
+    return client_fail(cl, "%s listing holds NUL bytes", cmd);
   }
-  ev_array_end(&e);
-  ev_end(&e);
+  return 0;
 }
 
 static int do_list(struct client *cl, const char *cmd, const char *arg) {
@@ -143,26 +164,75 @@ static int do_list(struct client *cl, const char *cmd, const char *arg) {
   buf_init(&b, 64u << 20);
   rc = list(cl, cmd, arg, &b);
   if (rc == 0) {
+    rc = check_listing(cl, cmd, &b);
+  }
+  if (rc == 0) {
     bytes = b.len;
     n = split_lines(&b, &lines);
-    emit_listing(cmd, bytes, lines, n);
+    rc = emit_listing(cl, cmd, bytes, lines, n);
   }
   free(lines);
   buf_free(&b);
   return rc;
 }
 
-static int get_files(struct client *cl, char **names, size_t n) {
+void client_skip(struct client *cl, const char *name) {
+  struct event e;
+  ev_begin(&e, "skipped");
+  ev_str(&e, "file", name);
+  ev_str(&e, "reason", cl->error);
+  ev_end(&e);
+  cl->skipped++;
+  cl->error[0] = '\0';
+}
+
+/* skip (mget): a name the server refuses with 550 before any data is
+ * reported and skipped; any other failure ends the session. */
+static int get_files(struct client *cl, char **names, size_t n, int skip) {
   size_t i;
   if (copts_ms(cl->o)) {
-    return ms_get(cl, names, n, cl->o->variant == V_SCTP_MS_CP);
+    return ms_get(cl, names, n, cl->o->variant == V_SCTP_MS_CP, skip);
   }
   for (i = 0; i < n; i++) {
-    if (xfer_get(cl, names[i]) != 0) {
+    if (xfer_get(cl, names[i]) == 0) {
+      continue;
+    }
+    if (!skip || !cl->refused) {
       return -1;
     }
+    client_skip(cl, names[i]);
   }
   return 0;
+}
+
+/* An NLST name mget may fetch: its last component is neither "", "." nor
+ * "..", matches the glob (FNM_PERIOD: a leading dot only matches a dot, as
+ * in the shell) and holds no control character (it goes into a command).
+ * A matching name that is absolute or climbs with ".." is refused.
+ * 1 wanted, 0 not, -1 refused (cl->error set). */
+static int mget_wants(struct client *cl, const char *glob, const char *line,
+                      const char **base_out) {
+  const char *base = strrchr(line, '/');
+  const unsigned char *p;
+  base = base ? base + 1 : line;
+  *base_out = base;
+  if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+      fnmatch(glob, base, FNM_PERIOD) != 0) {
+    return 0;
+  }
+  for (p = (const unsigned char *)line; *p != '\0'; p++) {
+    if (*p < 0x20 || *p == 0x7f) {
+      return client_fail(cl, "NLST entry with a control character refused");
+    }
+  }
+  if (line[0] == '/' || strcmp(line, "..") == 0 ||
+      strncmp(line, "../", 3) == 0 || strstr(line, "/../") != NULL) {
+    return client_fail(cl,
+                       "NLST entry %.200s refused: a path outside the "
+                       "listed folder",
+                       line);
+  }
+  return 1;
 }
 
 /* mget: NLST of the pattern's directory, match, then get each file. */
@@ -188,27 +258,35 @@ static int do_mget(struct client *cl, const char *pattern) {
     buf_free(&b);
     return -1;
   }
+  if (check_listing(cl, "NLST", &b) != 0) {
+    buf_free(&b);
+    return -1;
+  }
   n = split_lines(&b, &lines);
   names = calloc(n ? n : 1, sizeof *names);
   if (names == NULL) {
     die("out of memory");
   }
-  for (i = 0; i < n; i++) {
-    const char *base = strrchr(lines[i], '/');
-    char full[2048];
-    base = base ? base + 1 : lines[i];
-    if (fnmatch(glob, base, 0) != 0) {
+  rc = 0;
+  for (i = 0; i < n && rc == 0; i++) {
+    const char *base;
+    char full[1024];
+    int want = mget_wants(cl, glob, lines[i], &base);
+    if (want <= 0) {
+      rc = want;
       continue;
     }
     if (str_fmt(full, sizeof full, "%s%s%s", dir, dir[0] ? "/" : "", base) !=
-            0 ||
-        (names[k] = strdup(full)) == NULL) {
+        0) {
+      rc = client_fail(cl, "NLST entry too long (%zu bytes)", strlen(base));
+    } else if ((names[k++] = strdup(full)) == NULL) {
       die("out of memory");
     }
-    k++;
   }
-  rc = k == 0 ? client_fail(cl, "mget %s: no file matches", pattern)
-              : get_files(cl, names, k);
+  if (rc == 0) {
+    rc = k == 0 ? client_fail(cl, "mget %s: no file matches", pattern)
+                : get_files(cl, names, k, 1);
+  }
   for (i = 0; i < k; i++) {
     free(names[i]);
   }
@@ -237,7 +315,7 @@ static int run_commands(struct client *cl) {
     } else if (arg == NULL) {
       return client_fail(cl, "command %s needs an argument", verb);
     } else if (i++, strcmp(verb, "get") == 0) {
-      rc = get_files(cl, (char **)&c[i - 1], 1);
+      rc = get_files(cl, (char **)&c[i - 1], 1, 0);
     } else if (strcmp(verb, "mget") == 0) {
       rc = do_mget(cl, arg);
     } else if (strcmp(verb, "put") == 0) {
@@ -270,7 +348,7 @@ static void finish_events(struct client *cl, int ok) {
     ev_end(&e);
   }
   ev_begin(&e, "session_end");
-  ev_str(&e, "status", ok ? "ok" : "error");
+  ev_str(&e, "status", !ok ? "error" : cl->skipped ? "partial" : "ok");
   ev_end(&e);
 }
 
@@ -313,6 +391,11 @@ int main(int argc, char **argv) {
   if (!ok) {
     fprintf(stderr, "ftpc: %s\n", cl.error);
     return 1;
+  }
+  if (cl.skipped > 0) {
+    fprintf(stderr, "ftpc: mget skipped %zu name(s) the server refused\n",
+            cl.skipped);
+    return 3;
   }
   return 0;
 }

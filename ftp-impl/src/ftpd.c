@@ -14,6 +14,7 @@
 
 #include "ftpcodes.h"
 #include "logging.h"
+#include "privs.h"
 #include "session.h"
 #include "sysutil.h"
 #include "tunables.h"
@@ -28,6 +29,7 @@ struct server {
   int nl;
   int sigfd;
   pid_t *children;
+  struct addr *peers; /* control peer of each child, for --max-per-ip */
   int nchildren;
   long started;
   long ended;
@@ -84,6 +86,25 @@ static void refuse_busy(struct xp_conn *c) {
   xp_close(c);
 }
 
+static void refuse_address(struct xp_conn *c, const struct addr *peer) {
+  static const char msg[] =
+      "421 There are too many connections from your internet address.\r\n";
+  char who[96];
+  (void)addr_ip_str(peer, who, sizeof who);
+  log_line("REFUSED connection from %s: %d sessions from it already", who,
+           tunables.max_per_ip);
+  (void)xp_send(c, msg, sizeof msg - 1, 0);
+  xp_close(c);
+}
+
+static int sessions_from(const struct server *sv, const struct addr *peer) {
+  int i, n = 0;
+  for (i = 0; i < sv->nchildren; i++) {
+    n += addr_same_host(&sv->peers[i], peer);
+  }
+  return n;
+}
+
 static void child_main(struct server *sv, struct xp_conn *c,
                        const sigset_t *old) {
   struct session s;
@@ -114,6 +135,10 @@ static void accept_one(struct server *sv, const struct listener *l,
     refuse_busy(&c);
     return;
   }
+  if (sessions_from(sv, &peer) >= tunables.max_per_ip) {
+    refuse_address(&c, &peer);
+    return;
+  }
   fflush(stdout);
   pid = fork();
   if (pid < 0) {
@@ -125,6 +150,7 @@ static void accept_one(struct server *sv, const struct listener *l,
     child_main(sv, &c, old);
   }
   xp_close(&c);
+  sv->peers[sv->nchildren] = peer;
   sv->children[sv->nchildren++] = pid;
   sv->started++;
 }
@@ -134,6 +160,7 @@ static void forget_child(struct server *sv, pid_t pid) {
   for (i = 0; i < sv->nchildren; i++) {
     if (sv->children[i] == pid) {
       sv->children[i] = sv->children[--sv->nchildren];
+      sv->peers[i] = sv->peers[sv->nchildren];
       sv->ended++;
       return;
     }
@@ -184,9 +211,11 @@ int main(int argc, char **argv) {
   sys_ignore_sigpipe();
   memset(&sv, 0, sizeof sv);
   sv.children = sys_malloc(sizeof(pid_t) * (size_t)tunables.max_clients);
+  sv.peers = sys_malloc(sizeof(struct addr) * (size_t)tunables.max_clients);
   sv.sigfd = make_sigfd(&old);
   open_listener(&sv, tunables.tcp_listen, XP_TCP);
   open_listener(&sv, tunables.sctp_listen, XP_SCTP);
+  privs_drop(tunables.run_as, tunables.root);
   printf("ready\n");
   fflush(stdout);
   while (!done(&sv)) {
@@ -214,5 +243,6 @@ int main(int argc, char **argv) {
     }
   }
   free(sv.children);
+  free(sv.peers);
   return 0;
 }

@@ -112,3 +112,10 @@ void sink_abandon(struct sink *k) {
     k->fd = -1;
   }
 }
+
+void sink_remove(struct sink *k) {
+  sink_abandon(k);
+  if (!k->discard && k->mem == NULL && k->part[0] != '\0') {
+    (void)sys_unlink(k->part);
+  }
+}

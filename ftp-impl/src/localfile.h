@@ -34,5 +34,7 @@ int sink_write(struct sink *k, const char *p, size_t n, double t);
 int sink_finish(struct sink *k, int64_t expected, char *err, size_t errcap);
 /* Give up: close, keep the .part name. */
 void sink_abandon(struct sink *k);
+/* Give up before any byte arrived: close and remove the .part file. */
+void sink_remove(struct sink *k);
 
 #endif

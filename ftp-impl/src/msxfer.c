@@ -46,6 +46,7 @@ struct engine {
   size_t size_sent; /* SIZE commands sent */
   size_t done;
   int pipelined;
+  int skip; /* mget: a 550 before any data skips the name */
   struct buf unclaimed;
   int failed;
 };
@@ -163,9 +164,26 @@ static int send_transfer(struct engine *g, size_t i, const char *cmd,
   return 0;
 }
 
+/* A name refused with 550 before any data: no file, the session goes on. */
+static void skip_item(struct engine *g, struct item *it) {
+  it->data_done = 1;
+  it->final_code = 550;
+  if (it->sink_open) {
+    sink_remove(&it->sink);
+    it->sink_open = 0;
+  }
+  client_skip(g->cl, it->name);
+}
+
 static int on_size_reply(struct engine *g, const struct reply *r) {
   size_t i = g->size_idx++;
   struct item *it = &g->items[i];
+  if (r->code == 550 && g->skip) {
+    (void)str_fmt(g->cl->error, sizeof g->cl->error, "SIZE %s: %d %s", it->name,
+                  r->code, r->text);
+    skip_item(g, it);
+    return 0;
+  }
   if (r->code != 213) {
     return eng_fail(g, "SIZE %s failed: %s", it->name, r->text);
   }
@@ -205,6 +223,13 @@ static int on_transfer_reply(struct engine *g, const struct reply *r) {
     g->pre_idx = g->fin_idx; /* refused before any 150 */
   }
   it->final_code = r->code;
+  if (r->code == 550 && g->skip && it->size < 0 && !it->is_list) {
+    (void)str_fmt(g->cl->error, sizeof g->cl->error, "RETR %s: %d %s", it->name,
+                  r->code, r->text);
+    skip_item(g, it);
+    route(g);
+    return g->failed ? -1 : 0;
+  }
   if (r->code >= 300) {
     return eng_fail(g, "%s failed: %s", it->name, r->text);
   }
@@ -331,11 +356,12 @@ int ms_list(struct client *cl, const char *cmd, const char *arg,
   return rc;
 }
 
-int ms_get(struct client *cl, char **names, size_t n, int pipelined) {
+int ms_get(struct client *cl, char **names, size_t n, int pipelined, int skip) {
   struct engine g;
   size_t i;
   int rc;
   engine_init(&g, cl, n, pipelined);
+  g.skip = skip;
   for (i = 0; i < n; i++) {
     if (str_copy(g.items[i].name, sizeof g.items[i].name, names[i]) != 0) {
       engine_free(&g);

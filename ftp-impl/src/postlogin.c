@@ -296,11 +296,55 @@ static void cmd_retr(struct session *s, const char *arg) {
   dataio_end(s, &data, ok, "Failure writing network stream.");
 }
 
+/* Open the upload target without truncating it: an existing file is cut
+ * only once the transfer starts, a new one is created with O_EXCL and
+ * *created set (so a refused upload can remove it).  A REST offset beyond
+ * the file's size is refused (554): no sparse file, no hole.  -1 replied. */
+static int open_upload(struct session *s, const char *real, uint64_t offset,
+                       int *created) {
+  struct stat st;
+  int fd = sys_open(real, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, 0);
+  *created = 0;
+  if (fd < 0 && errno == ENOENT && offset == 0) {
+    fd = sys_open(real, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK,
+                  0644);
+    *created = fd >= 0;
+  }
+  if (fd < 0 && errno == ENOENT) {
+    log_line("REFUSED STOR: REST %llu beyond a missing file",
+             (unsigned long long)offset);
+    (void)cmdio_reply(s, FTP_BADREST, "Restart position beyond end of file.");
+    return -1;
+  }
+  if (fd < 0 || sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      sys_set_nonblock(fd, 0) != 0) {
+    sys_close(fd);
+    (void)cmdio_reply(s, FTP_UPLOADFAIL, "Could not create file.");
+    return -1;
+  }
+  if (offset > (uint64_t)st.st_size) {
+    sys_close(fd);
+    log_line("REFUSED STOR: REST %llu beyond the file's %lld bytes",
+             (unsigned long long)offset, (long long)st.st_size);
+    (void)cmdio_reply(s, FTP_BADREST, "Restart position beyond end of file.");
+    return -1;
+  }
+  return fd;
+}
+
+/* Cut the file at the restart offset and seek there, once the 150 is out. */
+static int start_upload(int fd, uint64_t offset) {
+  return sys_ftruncate(fd, (off_t)offset) == 0 &&
+                 sys_lseek(fd, (off_t)offset) >= 0
+             ? 0
+             : -1;
+}
+
 static void cmd_stor(struct session *s, const char *arg) {
   char virt[PATH_MAX], real[PATH_MAX];
   struct xp_conn data;
   uint64_t offset = s->rest, count = s->allo, got = 0;
-  int fd, rc;
+  int fd, rc, created;
   s->rest = 0;
   if (!tunables.allow_upload) {
     log_line("REFUSED STOR %s: uploads disabled", arg);
@@ -316,21 +360,19 @@ static void cmd_stor(struct session *s, const char *arg) {
   if (resolve(s, "STOR", arg, 0, virt, sizeof virt, real, sizeof real) != 0) {
     return;
   }
-  fd = sys_open(real,
-                O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
-                    (offset ? 0 : O_TRUNC),
-                0644);
-  if (fd < 0 || sys_set_nonblock(fd, 0) != 0 ||
-      sys_lseek(fd, (off_t)offset) < 0) {
-    sys_close(fd);
-    (void)cmdio_reply(s, FTP_UPLOADFAIL, "Could not create file.");
+  fd = open_upload(s, real, offset, &created);
+  if (fd < 0) {
     return;
   }
   if (dataio_begin(s, &data, arg, s->multistream ? count : 0) != 0) {
     sys_close(fd);
+    if (created) {
+      (void)sys_unlink(real); /* refused: leave nothing behind */
+    }
     return;
   }
-  rc = dataio_recv_fd(s, &data, fd, count, &got);
+  rc = start_upload(fd, offset) == 0 ? dataio_recv_fd(s, &data, fd, count, &got)
+                                     : -2;
   sys_close(fd);
   log_line("%s STOR %s %llu bytes", rc == 0 ? "OK" : "FAIL", arg,
            (unsigned long long)got);

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "cmdio.h"
 #include "dataio.h"
@@ -73,6 +74,13 @@ void session_run(struct session *s) {
   char peer[96];
   if (xp_local_addr(&s->ctrl, &s->local) != 0 ||
       xp_peer_addr(&s->ctrl, &s->peer) != 0) {
+    free(line);
+    return;
+  }
+  /* Urgent data inline: a client's ABOR sent with MSG_OOB (Python's ftplib,
+   * a Telnet Synch) stays a whole line in the command stream. */
+  if (s->ctrl.proto == XP_TCP &&
+      sys_setsockopt_int(s->ctrl.fd, SOL_SOCKET, SO_OOBINLINE, 1) != 0) {
     free(line);
     return;
   }

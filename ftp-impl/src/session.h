@@ -33,6 +33,7 @@ struct session {
   struct buf in;  /* control bytes received, not yet parsed */
   int discarding; /* inside an overlong line */
   int quit;       /* end the session after this command */
+  int aborted;    /* ABOR arrived during the transfer in progress */
   uint64_t transfers;
 };
 

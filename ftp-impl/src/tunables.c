@@ -22,11 +22,15 @@ static const char usage_text[] =
     "  --no-anonymous        refuse anonymous login\n"
     "  --user NAME:PASS      a named account (same root, same rights)\n"
     "  --max-clients N       concurrent sessions (default 64)\n"
+    "  --max-per-ip N        concurrent sessions from one address (default "
+    "16)\n"
     "  --max-sessions N      exit after N sessions have ended (--once: 1)\n"
     "  --idle-timeout S      control idle timeout (default 300)\n"
     "  --data-timeout S      data connect/accept/stall timeout (default 60)\n"
     "  --max-line N          longest command line (default 1024)\n"
     "  --log FILE            log file (default stderr)\n"
+    "  --run-as USER         started as root: run as USER after binding\n"
+    "                        (default nobody; root keeps root)\n"
     "  --chunk BYTES         SCTP data message size (default 65536)\n"
     "  --nodelay 0|1         TCP_NODELAY/SCTP_NODELAY (default 1)\n"
     "  --sack-delay MS       SCTP delayed SACK timer\n"
@@ -54,6 +58,7 @@ void tunables_defaults(void) {
   memset(&tunables, 0, sizeof tunables);
   tunables.anon_enable = 1;
   tunables.max_clients = 64;
+  tunables.max_per_ip = 16;
   tunables.idle_timeout_s = 300;
   tunables.data_timeout_s = 60;
   tunables.max_line = 1024;
@@ -70,12 +75,14 @@ enum {
   O_NOANON,
   O_USER,
   O_MAXCLI,
+  O_MAXPERIP,
   O_MAXSESS,
   O_ONCE,
   O_IDLE,
   O_DATATO,
   O_MAXLINE,
   O_LOG,
+  O_RUNAS,
   O_CHUNK,
   O_NODELAY,
   O_SACKD,
@@ -96,12 +103,14 @@ static const struct option longopts[] = {
     {"no-anonymous", no_argument, NULL, O_NOANON},
     {"user", required_argument, NULL, O_USER},
     {"max-clients", required_argument, NULL, O_MAXCLI},
+    {"max-per-ip", required_argument, NULL, O_MAXPERIP},
     {"max-sessions", required_argument, NULL, O_MAXSESS},
     {"once", no_argument, NULL, O_ONCE},
     {"idle-timeout", required_argument, NULL, O_IDLE},
     {"data-timeout", required_argument, NULL, O_DATATO},
     {"max-line", required_argument, NULL, O_MAXLINE},
     {"log", required_argument, NULL, O_LOG},
+    {"run-as", required_argument, NULL, O_RUNAS},
     {"chunk", required_argument, NULL, O_CHUNK},
     {"nodelay", required_argument, NULL, O_NODELAY},
     {"sack-delay", required_argument, NULL, O_SACKD},
@@ -149,12 +158,14 @@ static void handle_opt(int c, const char *arg) {
   case O_NOANON: tunables.anon_enable = 0; break;
   case O_USER: set_user(arg); break;
   case O_MAXCLI: tunables.max_clients = int_arg(arg, 1, 100000); break;
+  case O_MAXPERIP: tunables.max_per_ip = int_arg(arg, 1, 100000); break;
   case O_MAXSESS: tunables.max_sessions = int_arg(arg, 0, INT32_MAX); break;
   case O_ONCE: tunables.max_sessions = 1; break;
   case O_IDLE: tunables.idle_timeout_s = int_arg(arg, 1, 86400); break;
   case O_DATATO: tunables.data_timeout_s = int_arg(arg, 1, 86400); break;
   case O_MAXLINE: tunables.max_line = int_arg(arg, 64, 1 << 20); break;
   case O_LOG: copy_arg(tunables.log_file, sizeof tunables.log_file, arg); break;
+  case O_RUNAS: copy_arg(tunables.run_as, sizeof tunables.run_as, arg); break;
   case O_CHUNK: tunables.chunk = (unsigned)int_arg(arg, 512, 1 << 22); break;
   case O_NODELAY: o->nodelay = int_arg(arg, 0, 1); break;
   case O_SACKD: o->sack_delay_ms = int_arg(arg, 0, 500); break;

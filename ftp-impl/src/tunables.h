@@ -12,10 +12,12 @@ struct tunables {
   char sctp_listen[128];   /* --sctp ADDR:PORT ("" = no SCTP listener) */
   char log_file[PATH_MAX]; /* --log FILE ("" = stderr) */
   char user[64];           /* --user NAME:PASS (a named account) */
+  char run_as[64];         /* --run-as USER ("" = nobody when root) */
   char pass[64];
   int anon_enable;          /* anonymous login (default on) */
   int allow_upload;         /* STOR allowed (default off) */
   int max_clients;          /* concurrent sessions (default 64) */
+  int max_per_ip;           /* concurrent sessions from one address (16) */
   int max_sessions;         /* exit after this many sessions (0: never) */
   int idle_timeout_s;       /* control connection idle limit (300) */
   int data_timeout_s;       /* data connect/accept and stall limit (60) */

@@ -46,6 +46,10 @@ static int open_passive(struct client *cl, struct dchan *d) {
     if (addr_parse_227(r.text, &given) != 0) {
       return client_fail(cl, "unparsable 227 reply: %s", r.text);
     }
+    if (!addr_same_host(&given, &cl->server)) {
+      return client_fail(cl, "227 names another host than the server: %s",
+                         r.text);
+    }
     port = addr_port(&given);
   } else {
     if (ctrl_send(&cl->cc, "EPSV", "") != 0 || expect(cl, 229, &r) != 0) {
@@ -54,6 +58,9 @@ static int open_passive(struct client *cl, struct dchan *d) {
     if (addr_parse_229(r.text, &port) != 0) {
       return client_fail(cl, "unparsable 229 reply: %s", r.text);
     }
+  }
+  if (port <= 0 || port > 65535) {
+    return client_fail(cl, "passive reply names port %d", port);
   }
   /* Always the control peer's address: never follow a 227 elsewhere. */
   addr_set_port(&a, port);
@@ -139,6 +146,7 @@ static int take_replies(struct client *cl, struct job *j) {
     }
     j->final_code = r.code;
     (void)str_copy(j->final_text, sizeof j->final_text, r.text);
+    cl->refused = r.code == 550 && !j->prelim;
     if (r.code >= 300) {
       return client_fail(cl, "%s %s failed: %d %s", j->cmd, j->arg, r.code,
                          r.text);
@@ -150,10 +158,12 @@ static int take_replies(struct client *cl, struct job *j) {
 #define DATA_CHUNK (1u << 20)
 
 /* Read what the data connection holds, without waiting more than once.
- * The transfer's data ends at the connection's orderly end - or as soon as
- * the byte count announced in the 150 reply has arrived: then the client
- * closes first, so an SCTP data association ends without waiting for the
- * server's SHUTDOWN (which waits for a delayed SACK). */
+ * The transfer's data ends at the connection's orderly end.  Over SCTP
+ * also as soon as the byte count announced in the 150 reply has arrived:
+ * then the client closes first, so a data association ends without waiting
+ * for the server's SHUTDOWN (which waits for a delayed SACK).  Over TCP
+ * the FIN follows the data at once, and reading to it catches a server
+ * that sends more than it announced. */
 static int read_data(struct client *cl, struct dchan *d, struct job *j) {
   static char *chunk;
   unsigned sid;
@@ -175,8 +185,8 @@ static int read_data(struct client *cl, struct dchan *d, struct job *j) {
                   sink_write(j->sink, chunk, (size_t)n, sys_mono_now()) != 0)) {
       return client_fail(cl, "local write failed: %s", strerror(errno));
     }
-    if (n == 0 ||
-        (j->announced >= 0 && j->sink->got >= (uint64_t)j->announced)) {
+    if (n == 0 || (cl->proto != XP_TCP && j->announced >= 0 &&
+                   j->sink->got >= (uint64_t)j->announced)) {
       j->data_done = 1;
       xp_close(&d->conn);
       return 0;
@@ -247,9 +257,18 @@ static int run_job(struct client *cl, struct dchan *d, struct job *j) {
       return client_fail(cl, "%s: final reply without data transfer", j->cmd);
     }
     if (!j->data_done && j->sink != NULL && j->announced >= 0 &&
-        d->conn.fd >= 0 && j->sink->got >= (uint64_t)j->announced) {
-      j->data_done = 1; /* all announced bytes are in (see read_data) */
-      xp_close(&d->conn);
+        d->conn.fd >= 0 && j->sink->got >= (uint64_t)j->announced &&
+        (cl->proto != XP_TCP || j->final_code != 0)) {
+      /* all announced bytes are in (see read_data); over TCP the final
+       * reply too, and what is already readable is read, so bytes beyond
+       * the count make the file long, not silently dropped */
+      if (cl->proto == XP_TCP && read_data(cl, d, j) != 0) {
+        return -1;
+      }
+      if (!j->data_done) {
+        j->data_done = 1;
+        xp_close(&d->conn);
+      }
     }
     if (j->prelim && d->conn.fd >= 0 && j->upload_fd >= 0 && !j->data_done) {
       if (send_upload(cl, d, j) != 0) {
@@ -305,8 +324,13 @@ int xfer_get(struct client *cl, const char *remote) {
   j.arg = remote;
   j.sink = &k;
   j.upload_fd = -1;
+  cl->refused = 0;
   if (transfer(cl, &j) != 0) {
-    sink_abandon(&k);
+    if (cl->refused || k.got == 0) {
+      sink_remove(&k); /* nothing arrived: no file at all */
+    } else {
+      sink_abandon(&k);
+    }
     return -1;
   }
   return sink_finish(&k, j.announced, cl->error, sizeof cl->error);

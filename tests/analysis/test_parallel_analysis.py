@@ -51,9 +51,9 @@ def test_parallel_analyses_equal_one_at_a_time(experiment, ledger, monkeypatch, 
     pools = []
 
     class Counted(ProcessPoolExecutor):
-        def __init__(self, workers: int) -> None:
+        def __init__(self, workers: int, **options) -> None:
             pools.append(workers)
-            super().__init__(workers)
+            super().__init__(workers, **options)
 
     monkeypatch.setattr(analyze, "ProcessPoolExecutor", Counted)
     assert analyze.analyse_pending(experiment, ledger, workers=2) == len(records)

@@ -1,9 +1,9 @@
 """The container image, built as CI builds it (podman, a bookworm base bootstrapped from this
-machine's apt mirror, no registry) and run as a user would: the smoke experiment with no
-network, no privileges and the results folder mounted as a volume. The first container is
-stopped part-way and a second one resumes on the same volume; what comes out must be complete,
-belong to the folder's owner and name the pinned kernel that made it. Last, the image as the
-environment of a Slurm array task."""
+machine's apt mirror, no registry) and run as a user would: an experiment (a small cut of the
+smoke experiment, mounted read-only) with no network, no privileges and the results folder
+mounted as a volume. The first container is stopped part-way and a second one resumes on the
+same volume; what comes out must be complete, belong to the folder's owner and name the pinned
+kernel that made it. Last, the image as the environment of a Slurm array task."""
 from __future__ import annotations
 
 import csv
@@ -25,6 +25,31 @@ IMAGE = "localhost/testbed-test"
 # Someone other than root owns the mounted folder: the results must end up theirs.
 VOLUME_OWNER = (4321, 4321)
 RUNS_BEFORE_STOP = 3
+# The smoke experiment's path and queue, two variants at one point: eight runs of a few seconds
+# each, so that the stop comes part-way and the resumed container has runs left to do.
+EXPERIMENT = "in-container"
+EXPERIMENT_TOML = f"""\
+name = "{EXPERIMENT}"
+metric = "nlst150-to-last226"
+seed = 1
+[network]
+queue = "500KB"
+queue_never_drops = true
+[[network.paths]]
+name = "lan"
+rate = "3Mbit"
+delay = "1ms"
+[matrix]
+loss = [0.0]
+file_sizes = ["200K"]
+files = 5
+variants = ["tcp", "sctp-ms"]
+[repetitions]
+min = 4
+max = 4
+[run]
+timeout_s = 300
+"""
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +76,19 @@ def image_id(podman: list[str], name: str) -> str:
     return found.stdout.strip() if found.returncode == 0 else ""
 
 
-def container_argv(podman: list[str], name: str, results: Path, *extra: str) -> list[str]:
-    """How a user runs the image: no privileges, no network, the results folder as a volume."""
-    return [*podman, "run", "--name", name, "--network=none", *ULIMITS, "-e", "EXP=smoke",
+def container_argv(podman: list[str], name: str, results: Path, experiment: Path,
+                   *extra: str) -> list[str]:
+    """How a user runs the image: no privileges, no network, the results folder as a volume
+    and the experiment file from the host."""
+    return [*podman, "run", "--name", name, "--network=none", *ULIMITS,
+            "-e", f"EXP=/experiment/{experiment.name}", "-v", f"{experiment.parent}:/experiment:ro",
             "-v", f"{results}:/results", *extra]
 
 
 @dataclass
-class SmokeInContainer:
+class RunInContainer:
     results: Path
+    experiment: Path
     stopped_exit: int
     stopped_logs: str
     kept_at_stop: dict[str, str]
@@ -68,8 +97,8 @@ class SmokeInContainer:
     resumed_wall_s: float
 
     @property
-    def smoke(self) -> Path:
-        return self.results / "smoke"
+    def ledger(self) -> Path:
+        return self.results / EXPERIMENT
 
 
 def foreign_owned(root: Path) -> list[str]:
@@ -78,17 +107,22 @@ def foreign_owned(root: Path) -> list[str]:
 
 
 def finished_runs(results: Path) -> dict[str, str]:
-    return {p.parent.name: p.read_text() for p in results.glob("smoke/runs/*/result.json")}
+    return {p.parent.name: p.read_text() for p in results.glob(f"{EXPERIMENT}/runs/*/result.json")}
 
 
 @pytest.fixture(scope="module")
-def smoke_in_container(image: str, podman: list[str], tmp_path_factory) -> SmokeInContainer:
-    results = tmp_path_factory.mktemp("container") / "results"
+def in_container(image: str, podman: list[str], tmp_path_factory) -> RunInContainer:
+    folder = tmp_path_factory.mktemp("container")
+    results = folder / "results"
     results.mkdir(mode=0o755)
+    experiment = folder / "experiment" / f"{EXPERIMENT}.toml"
+    experiment.parent.mkdir(mode=0o755)
+    experiment.write_text(EXPERIMENT_TOML)
+    experiment.chmod(0o644)
     os.chown(results, *VOLUME_OWNER)
     name = f"tb-image-test-{os.getpid()}"
     try:
-        started = run(container_argv(podman, name, results, "-d", image), timeout=120)
+        started = run(container_argv(podman, name, results, experiment, "-d", image), timeout=120)
         assert started.returncode == 0, started.stderr
         deadline = time.monotonic() + 900
         while len(finished_runs(results)) < RUNS_BEFORE_STOP:
@@ -107,9 +141,11 @@ def smoke_in_container(image: str, podman: list[str], tmp_path_factory) -> Smoke
         run([*podman, "rm", name], timeout=120)
 
         began = time.monotonic()
-        resumed = run(container_argv(podman, name, results, "--rm", image), timeout=1800)
-        return SmokeInContainer(results, int(exit_code.stdout.strip()), logs.stdout + logs.stderr,
-                                kept, owners_at_stop, resumed, time.monotonic() - began)
+        resumed = run(container_argv(podman, name, results, experiment, "--rm", image),
+                      timeout=1800)
+        return RunInContainer(results, experiment, int(exit_code.stdout.strip()),
+                              logs.stdout + logs.stderr, kept, owners_at_stop, resumed,
+                              time.monotonic() - began)
     finally:
         run([*podman, "rm", "--force", "--time", "10", name], timeout=120)
 
@@ -119,27 +155,27 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_the_resumed_container_finishes_the_experiment(smoke_in_container):
-    resumed = smoke_in_container.resumed
+def test_the_resumed_container_finishes_the_experiment(in_container):
+    resumed = in_container.resumed
     assert resumed.returncode == 0, (resumed.stdout[-3000:], resumed.stderr[-3000:])
-    assert "smoke: done in" in resumed.stdout
+    assert f"{EXPERIMENT}: done in" in resumed.stdout
     assert "--results /results" in resumed.stdout  # make experiment wrote to the volume
-    print(f"resumed smoke in the container: {smoke_in_container.resumed_wall_s:.0f} s")
+    print(f"resumed {EXPERIMENT} in the container: {in_container.resumed_wall_s:.0f} s")
 
 
-def test_a_stopped_container_keeps_its_finished_runs_and_the_next_one_resumes(smoke_in_container):
-    assert smoke_in_container.stopped_exit != 0
-    assert "run the same command to resume" in smoke_in_container.stopped_logs
-    kept = smoke_in_container.kept_at_stop
+def test_a_stopped_container_keeps_its_finished_runs_and_the_next_one_resumes(in_container):
+    assert in_container.stopped_exit != 0
+    assert "run the same command to resume" in in_container.stopped_logs
+    kept = in_container.kept_at_stop
     assert len(kept) >= RUNS_BEFORE_STOP
-    after = finished_runs(smoke_in_container.results)
+    after = finished_runs(in_container.results)
     # finished runs are neither redone nor lost by the second container
     assert {run_id: after.get(run_id) for run_id in kept} == kept
 
 
-def test_every_point_is_present_with_at_least_three_runs(smoke_in_container):
-    summary = rows(smoke_in_container.smoke / "summary.csv")
-    experiment = spec.load("smoke")
+def test_every_point_is_present_with_its_repetitions(in_container):
+    summary = rows(in_container.ledger / "summary.csv")
+    experiment = spec.load(in_container.experiment)
     assert {(r["variant"], r["loss"], r["file_size"]) for r in summary} == \
         {(p.get("variant"), f"{p.loss:g}", str(p.get("file_size"))) for p in experiment.points()}
     for row in summary:
@@ -147,18 +183,19 @@ def test_every_point_is_present_with_at_least_three_runs(smoke_in_container):
         assert row["status"] in ("tight", "capped"), row
 
 
-def test_every_run_is_ok_with_its_pcap_on_the_volume(smoke_in_container):
-    smoke = smoke_in_container.smoke
-    runs = rows(smoke / "runs.csv")
-    assert len(runs) >= len(spec.load("smoke").points()) * 3
+def test_every_run_is_ok_with_its_pcap_on_the_volume(in_container):
+    ledger = in_container.ledger
+    runs = rows(ledger / "runs.csv")
+    experiment = spec.load(in_container.experiment)
+    assert len(runs) >= len(experiment.points()) * experiment.repetitions.min
     for row in runs:
         assert row["status"] == "ok", row
-        pcap = smoke / row["pcap"]
+        pcap = ledger / row["pcap"]
         assert pcap.is_file() and pcap.stat().st_size > 0, row
 
 
-def test_meta_names_the_pinned_kernel_and_the_commit(smoke_in_container, image, podman):
-    meta = json.loads((smoke_in_container.smoke / "meta.json").read_text())
+def test_meta_names_the_pinned_kernel_and_the_commit(in_container, image, podman):
+    meta = json.loads((in_container.ledger / "meta.json").read_text())
     assert meta["backend"] == "uml" and meta["kernel_release"].startswith("6.1"), meta
     assert meta["clock"] == "real"
     # the image carries .git and git, so the commit is the one the image was built from (which
@@ -170,12 +207,12 @@ def test_meta_names_the_pinned_kernel_and_the_commit(smoke_in_container, image, 
     assert meta["testbed"]["commit"] == built_from
 
 
-def test_results_belong_to_the_owner_of_the_mounted_folder(smoke_in_container):
-    assert smoke_in_container.foreign_owners_at_stop == [], \
-        "after a stop: " + ", ".join(smoke_in_container.foreign_owners_at_stop[:5])
-    after = foreign_owned(smoke_in_container.results)
+def test_results_belong_to_the_owner_of_the_mounted_folder(in_container):
+    assert in_container.foreign_owners_at_stop == [], \
+        "after a stop: " + ", ".join(in_container.foreign_owners_at_stop[:5])
+    after = foreign_owned(in_container.results)
     assert after == [], "after the end: " + ", ".join(after[:5])
-    for path in smoke_in_container.smoke.rglob("*"):
+    for path in in_container.ledger.rglob("*"):
         if path.is_file():
             assert path.stat().st_mode & 0o400, path
 

@@ -1,6 +1,24 @@
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from tests.ftp import ftphelp
+
+
+@pytest.fixture
+def tmp_path(request):
+    """A folder of the test's own that every user can reach, in place of pytest's: ftpd
+    started as root serves as `nobody` (ftp-impl/TRUST.md), and pytest's folders are 0700 -
+    its base folder is even reset to 0700 whenever another pytest session starts on the
+    machine, so opening it up would not last."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", request.node.name)[:48]
+    path = Path(tempfile.mkdtemp(prefix=f"ftp-{name}-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -73,10 +73,35 @@ def children(pid):
     return [int(x) for x in text.split()]
 
 
+def reachable_by_others(root):
+    """ftpd started as root serves as `nobody` (ftp-impl/TRUST.md), which must be able to
+    reach the tree: each folder from /tmp down to `root` gets o+x (search only). The tests'
+    folders (tests/ftp/conftest.py, `tmp_path`) are reachable already; this covers others."""
+    root = Path(root).resolve()
+    top = Path("/tmp").resolve()
+    for folder in [root, *root.parents]:
+        if folder == top or top not in folder.parents:
+            break
+        folder.chmod(folder.stat().st_mode | 0o001)
+
+
+def owned_by_nobody(root):
+    """Uploads write as `nobody`: the served tree becomes its own."""
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    for path in [Path(root), *Path(root).rglob("*")]:
+        os.chown(path, nobody.pw_uid, nobody.pw_gid, follow_symlinks=False)
+
+
 class Ftpd:
-    """ftpd on 127.0.0.1 (port chosen by the kernel), stopped by stop()."""
+    """ftpd on 127.0.0.1 (port chosen by the kernel), stopped by stop(). Started as root (as
+    tests run), it drops to `nobody`, so the tree is made reachable for that user."""
 
     def __init__(self, bindir, root, *args, tmp=None):
+        if os.geteuid() == 0 and "--run-as" not in args:
+            reachable_by_others(root)
+            if "--allow-upload" in args:
+                owned_by_nobody(root)
         self.log = Path(tmp or root).parent / f"ftpd-{os.getpid()}-{time.monotonic_ns()}.log"
         # kept open for ftpd's whole life; closed by stop()
         self.errfile = open(str(self.log) + ".stderr", "w+")  # noqa: SIM115

@@ -143,6 +143,10 @@ def main(bin_dir: str, work_dir: str) -> int:
             job.session("put-sctp-naive", "sctp-naive", "put", str(work / "upload-naive.bin"),
                         "ls", "empty")
 
+            # mget over a folder that holds a folder: skipped, the rest fetched (exit 3)
+            for variant in VARIANTS:
+                job.session(f"skip-{variant}", variant, "mget", "mixed/*")
+
             # 10% loss in both directions, drawn on the router.
             path.set_both(LinkShape(loss=0.1))
             for variant in VARIANTS:

@@ -36,6 +36,11 @@ def _tree(work):
         p.write_bytes(rng.randbytes(size))
         sums[f"{d}/{name}"] = ftphelp.sha256(p)
     (work / "root" / "empty").mkdir()
+    for name, size in (("a.dat", 5_000), ("z.dat", 7_000), ("d/inner.dat", 10)):
+        p = work / "root" / "mixed" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(rng.randbytes(size))
+        sums[f"mixed/{name}"] = ftphelp.sha256(p)
     for v in ("ms", "naive"):
         (work / f"upload-{v}.bin").write_bytes(rng.randbytes(2_500_000))
     (work / "root" / "abort").mkdir()
@@ -220,3 +225,19 @@ def test_upload_and_empty_listing(job, variant):
         cmds = [e["cmd"] for e in ev if e["event"] == "command"]
         assert cmds[cmds.index("ALLO") + 1] == "STOR"
         assert opened(work / f"put-{variant}.pcap") == (0, 1)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_mget_skips_a_directory(job, variant):
+    """NLST names the directory d; its 550 (to SIZE in the multistream variants, to RETR in
+    the others) is a `skipped` event, the other files arrive, and the exit status is 3."""
+    work, sums = job
+    name = f"skip-{variant}"
+    assert rc(work, name) == 3, (work / f"err-{name}.txt").read_text()
+    got = sorted(p.name for p in (work / f"dl-{name}").iterdir())
+    assert got == ["a.dat", "z.dat"]
+    for n in got:
+        assert ftphelp.sha256(work / f"dl-{name}" / n) == sums[f"mixed/{n}"], n
+    ev = events(work, name)
+    assert [e["file"] for e in ev if e["event"] == "skipped"] == ["mixed/d"]
+    assert ev[-1]["event"] == "session_end" and ev[-1]["status"] == "partial"

@@ -68,6 +68,20 @@ def test_target_runs_clean(short_run: dict[str, re.Match], target: str) -> None:
     assert replayed == inputs(target) > 0, m.group(0)
 
 
+def test_session_seed_gets_through_its_transfers(built: Path) -> None:
+    """The in-memory transport still carries a whole TCP session: a captured seed logs in and
+    each of its transfers ends with 226. A socket call of ftpd's that fails on the transport's
+    descriptors (a socket option, a send of its own) would end every session early; the fuzzer
+    would still run clean, on a fraction of the code."""
+    run = subprocess.run([str(built / "fuzz_session"), str(FUZZ / "corpus/session/tcp-lsget")],
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "FUZZ_SHOW_REPLIES": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    codes = [line[:3] for line in run.stderr.splitlines() if re.match(r"^\d{3} ", line)]
+    assert "230" in codes and codes[-1] == "221", run.stderr[-3000:]
+    assert codes.count("226") == codes.count("150") >= 5, run.stderr[-3000:]
+
+
 def test_runner_reports_a_sanitizer_crash(tmp_path: Path) -> None:
     """The runner's verdict is not a formality: a target that prints a sanitizer report (here
     a stand-in for the binary) fails the run and is named, with exit status 1."""

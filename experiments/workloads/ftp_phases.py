@@ -1,0 +1,288 @@
+"""Where an FTP session's time went, file by file, read from the client's capture.
+
+The session's interval (the experiment's metric) is cut into consecutive slices, one per
+transfer: the listing (NLST) first, then each file. A slice ends when its transfer is complete
+at the client (its 226 and its last byte both in) and the next slice starts there, so the
+slices add up to the session. Inside a slice the time is cut at the instants the capture shows,
+in this order:
+
+    gap       the previous transfer's end to this one's first command (the client's own time)
+    request   its commands and their replies: PASV/EPSV, SIZE, RETR, up to its first data byte
+              (less the set-up below)
+    setup     the data connection's handshake: the client's SYN to its ACK of the SYN-ACK, or
+              the client's INIT to the COOKIE ACK's arrival
+    data      the first data byte to the last new one
+    close     the last data byte to the data connection's last packet before the 226: FIN
+              exchange or SHUTDOWN, SHUTDOWN-ACK, SHUTDOWN-COMPLETE
+    reply     from there to the slice's end (the 226, or its last byte if that came later)
+
+An instant the variant does not have (no data connection: sctp-ms, sctp-ms-cp) or that lies
+outside the slice (a pipelined command sent while the previous file still streamed) is moved
+to the nearest edge, so its phase is zero and the slice's sum is unchanged.
+
+A stall is a wait of more than one round trip between two pieces of new data of a transfer
+(plus two packets' serialization at the path's rate: on a slow link that is the gap between
+back-to-back packets); only its part inside the transfer's data phase is kept (a pipelined
+transfer's bytes can arrive, and wait, while an earlier one still holds the slice). It is
+put down to what ended it: a retransmission (`timeout` when it came at least the
+retransmission timer's floor after the stall began, else `fast_retransmit`), the client's
+acknowledgement held back by its delayed-ack timer (`delayed_ack`), a prompt acknowledgement
+the sender had to wait for because its congestion or receive window was full (`window`: new
+data about a round trip later), or else `application` (the sender had nothing to send)."""
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..tshark.flows import Flow, client_flows
+from ..tshark.ftp import FTP_PORT, ControlChannel
+
+PHASES = ("gap", "request", "setup", "data", "close", "reply")
+STALL_CAUSES = ("timeout", "fast_retransmit", "delayed_ack", "window", "application")
+TRANSFER_COMMANDS = ("NLST", "LIST", "MLSD", "RETR")
+PREPARING_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "SIZE", "REST", "TYPE", "MODE")
+DELAYED_ACK_S = 0.030   # an ack later than this after the data before it was held back
+WINDOW_WAIT = 1.25      # new data this many round trips after a prompt ack answered it
+BYTES_150 = re.compile(r"\((\d+) bytes\)")
+
+
+@dataclass
+class Stall:
+    start_s: float
+    end_s: float
+    ended_by: str
+
+
+@dataclass
+class Slice:
+    """One transfer of the session: its name, edges and phases (seconds)."""
+
+    item: int                  # 0 for the listing, then the files in order
+    name: str
+    start_s: float
+    end_s: float
+    phases: dict[str, float]
+    stalls: list[Stall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a transfer's bytes travelled: a flow, a stream of it, a byte range."""
+
+    flow: Flow
+    stream: int
+    first: int
+    end: int
+    own_connection: bool      # a data connection of its own (tcp, sctp-naive)
+
+
+def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_ip: str,
+                   start_s: float, rtt_s: float, rto_floor_s: float,
+                   whole_packets: bool = True) -> list[Slice]:
+    """The session's slices from `start_s` (the interval's start in the capture's clock).
+    `rtt_s`: the wait that counts as a stall."""
+    flows = client_flows(pcap, transport, client_ip, whole_packets)
+    transfers = _transfers(channel)
+    sources = _sources(flows, transfers)
+    completions = [t for code, t in channel.replies if code == 226]
+    slices, edge = [], start_s
+    for item, (name, first_command, size) in enumerate(transfers):
+        if item >= len(completions) or item >= len(sources) or size is None:
+            break
+        source = sources[item]
+        arrivals = _arrivals(source)
+        last_data = arrivals[-1][0] if arrivals else None
+        # a transfer complete before its slice could start (its bytes queued behind an
+        # earlier one's lost chunk on the same stream, or the listing at E1's start) has a
+        # slice of zero: its time was spent in the earlier one's
+        end = max(completions[item], last_data or completions[item], edge)
+        phases = _cut(edge, end, first_command, source, arrivals)
+        data_from = end - phases["data"] - phases["close"] - phases["reply"]
+        stalls = _within(_stalls(source, arrivals, rtt_s, rto_floor_s), data_from,
+                         data_from + phases["data"])
+        slices.append(Slice(item, name, edge, end, phases, stalls))
+        edge = end
+    return slices
+
+
+def _transfers(channel: ControlChannel) -> list[tuple[str, float, int | None]]:
+    """(command, time its first preparing command was sent, bytes its 150 announced) per
+    transfer, in order."""
+    commands = channel.commands
+    at = [i for i, (verb, _) in enumerate(commands) if verb in TRANSFER_COMMANDS]
+    sizes = [_announced(text) for text, (code, _) in
+             zip(channel.reply_texts, channel.replies, strict=True) if code == 150]
+    out = []
+    for n, index in enumerate(at):
+        floor = at[n - 1] if n else -1
+        first = index
+        while first - 1 > floor and commands[first - 1][0] in PREPARING_COMMANDS:
+            first -= 1
+        out.append((commands[index][0], commands[first][1], sizes[n] if n < len(sizes) else None))
+    return out
+
+
+def _announced(text: str) -> int | None:
+    counts = BYTES_150.findall(text)
+    return int(counts[-1]) if counts else None
+
+
+def _sources(flows: list[Flow], transfers: list[tuple[str, float, int | None]]
+             ) -> list[_Source]:
+    """A data connection per transfer in the order the client opened them; with none
+    (multistreaming), the control association's stream 1, transfers end to end. Only flows
+    the capture saw opening count: the previous session's may still be closing when the
+    capture starts."""
+    opened = [f for f in flows if f.opened_s is not None]
+    data_flows = [f for f in opened if FTP_PORT not in (f.server_port, f.client_port)]
+    if data_flows:
+        return [_Source(flow, 0, 0, size or 0, True)
+                for flow, (_, _, size) in zip(data_flows, transfers, strict=False)]
+    control = next((f for f in opened if f.server_port == FTP_PORT), None)
+    if control is None:
+        return []
+    out, offset = [], 0
+    for _, _, size in transfers:
+        out.append(_Source(control, 1, offset, offset + (size or 0), False))
+        offset += size or 0
+    return out
+
+
+def _arrivals(source: _Source) -> list[tuple[float, bool]]:
+    """(time, whether a retransmission) of every arrival that brought new bytes of the
+    transfer."""
+    return [(a.time_s, a.retransmission) for a in source.flow.arrivals
+            if a.new and a.stream == source.stream and a.offset < source.end
+            and a.offset + a.length > source.first]
+
+
+def _cut(start: float, end: float, first_command: float, source: _Source,
+         arrivals: list[tuple[float, bool]]) -> dict[str, float]:
+    flow = source.flow if source.own_connection else None
+    instants = [first_command,
+                flow.opened_s if flow else None,
+                flow.set_up_s if flow else None,
+                arrivals[0][0] if arrivals else None,
+                arrivals[-1][0] if arrivals else None,
+                flow.last_packet(end) if flow else None]
+    edges, previous = [start], start
+    for instant in instants:
+        previous = min(max(instant if instant is not None else previous, previous), end)
+        edges.append(previous)
+    edges.append(end)
+    gap, to_open, setup, to_first, data, close, reply = (
+        later - earlier for earlier, later in zip(edges, edges[1:], strict=False))
+    return {"gap": gap, "request": to_open + to_first, "setup": setup, "data": data,
+            "close": close, "reply": reply}
+
+
+def _stalls(source: _Source, arrivals: list[tuple[float, bool]], rtt_s: float,
+            rto_floor_s: float) -> list[Stall]:
+    out: list[Stall] = []
+    acks = source.flow.acks
+    data_times: list[float] = []   # the stream's arrivals, read only once a stall needs them
+    for (before, _), (after, retransmission) in zip(arrivals, arrivals[1:], strict=False):
+        if after - before <= rtt_s:
+            continue
+        if not data_times:
+            data_times = [a.time_s for a in source.flow.arrivals if a.stream == source.stream]
+        out.append(Stall(before, after, _ended_by(retransmission, acks, data_times, before,
+                                                  after, rtt_s, rto_floor_s)))
+    return out
+
+
+def _within(stalls: list[Stall], start: float, end: float) -> list[Stall]:
+    """The stalls' parts inside a data phase: a pipelined transfer's bytes can arrive, and
+    wait, while an earlier transfer on the same stream still holds the slice."""
+    out = []
+    for stall in stalls:
+        clipped = Stall(max(stall.start_s, start), min(stall.end_s, end), stall.ended_by)
+        if clipped.end_s > clipped.start_s:
+            out.append(clipped)
+    return out
+
+
+def _ended_by(retransmission: bool, acks: list[float], data_times: list[float], start: float,
+              end: float, rtt_s: float, rto_floor_s: float) -> str:
+    """What ended a stall: a retransmission; else the client's last ack inside it, held back
+    (delayed ack) or prompt and followed by new data within about a round trip (the sender
+    had waited for it: its window was full); else the sender itself."""
+    if retransmission:
+        return "timeout" if end - start >= rto_floor_s else "fast_retransmit"
+    inside = [t for t in acks if start <= t < end]
+    if not inside:
+        return "application"
+    last_ack = inside[-1]
+    data_before = max((t for t in data_times if t <= last_ack), default=start)
+    if last_ack - data_before > DELAYED_ACK_S:
+        return "delayed_ack"
+    if end - last_ack <= WINDOW_WAIT * rtt_s:
+        return "window"
+    return "application"
+
+
+# -- what a run keeps ------------------------------------------------------------------------------
+def run_summary(slices: list[Slice], files: int) -> dict[str, Any]:
+    """runs.csv's phase columns: each phase's mean time per file (the listing's slice spread
+    over the files, so the columns add up to the session's time per file), the stalls per
+    file and the sum of all slices."""
+    file_slices = [s for s in slices if s.item > 0]
+    row: dict[str, Any] = {"phase_listing_s": sum(s.end_s - s.start_s for s in slices
+                                                  if s.item == 0) / files}
+    for phase in PHASES:
+        row[f"phase_{phase}_s"] = sum(s.phases[phase] for s in file_slices) / files
+    stalls = [stall for s in file_slices for stall in s.stalls]
+    row["stalls_per_file"] = len(stalls) / files
+    row["stall_s_per_file"] = sum(st.end_s - st.start_s for st in stalls) / files
+    row["phases_total_s"] = sum(s.end_s - s.start_s for s in slices)
+    return row
+
+
+PHASE_COLUMNS = ("item", "name", "start_s", "end_s", *(f"{p}_s" for p in PHASES), "stalls",
+                 "stall_s", *(f"stalls_{c}" for c in STALL_CAUSES))
+STALL_COLUMNS = ("item", "start_s", "end_s", "length_s", "ended_by")
+
+
+def write_csvs(run_dir: Path, slices: list[Slice], origin_s: float) -> None:
+    """runs/<id>/phases.csv (a row per transfer) and stalls.csv (a row per stall); times from
+    the session's start."""
+    with open(run_dir / "phases.csv", "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(PHASE_COLUMNS)
+        for s in slices:
+            causes = [sum(st.ended_by == c for st in s.stalls) for c in STALL_CAUSES]
+            writer.writerow([s.item, s.name, _f(s.start_s - origin_s), _f(s.end_s - origin_s),
+                             *(_f(s.phases[p]) for p in PHASES), len(s.stalls),
+                             _f(sum(st.end_s - st.start_s for st in s.stalls)), *causes])
+    with open(run_dir / "stalls.csv", "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(STALL_COLUMNS)
+        for s in slices:
+            for st in s.stalls:
+                writer.writerow([s.item, _f(st.start_s - origin_s), _f(st.end_s - origin_s),
+                                 _f(st.end_s - st.start_s), st.ended_by])
+
+
+def read_phases(run_dir: Path) -> list[dict[str, Any]]:
+    return _read(run_dir / "phases.csv")
+
+
+def read_stalls(run_dir: Path) -> list[dict[str, Any]]:
+    return _read(run_dir / "stalls.csv")
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    """A per-run table written above, numbers parsed; a run analysed before phases existed
+    has none."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as source:
+        return [{k: (v if k in ("name", "ended_by") else float(v)) for k, v in row.items()}
+                for row in csv.DictReader(source)]
+
+
+def _f(value: float) -> str:
+    return f"{value:.6f}"

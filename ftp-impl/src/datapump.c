@@ -1,0 +1,129 @@
+/* datapump.c - the TCP send loop of the data channel (see datapump.h). */
+#define _GNU_SOURCE
+#include "datapump.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include "cmdio.h"
+#include "logging.h"
+#include "sysutil.h"
+#include "tunables.h"
+
+#define PUMP_PIECE (1u << 20)
+
+struct pump {
+  struct session *s;
+  struct xp_conn *data;
+  int fd;
+  const char *buf;
+  uint64_t count;
+  uint64_t done;
+  int watch_ctrl; /* 0 once the next command is known not to be ABOR */
+};
+
+/* Hand the kernel what it takes now.  1 progress, 0 no room, -1 error. */
+static int push(struct pump *p) {
+  uint64_t want = p->count - p->done;
+  size_t n = want > PUMP_PIECE ? PUMP_PIECE : (size_t)want;
+  ssize_t rc;
+  do {
+    rc = p->fd >= 0 ? sendfile(p->data->fd, p->fd, NULL, n)
+                    : send(p->data->fd, p->buf + p->done, n,
+                           MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) {
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+  if (rc == 0) {
+    errno = ENODATA; /* the file is shorter than announced */
+    return -1;
+  }
+  p->done += (uint64_t)rc;
+  return 1;
+}
+
+/* The control connection has something: ABOR, another command, or its end. */
+static enum pump_result control(struct pump *p, int readable) {
+  switch (cmdio_watch_abor(p->s, readable)) {
+  case CMDIO_WATCH_ABOR: return PUMP_ABORTED;
+  case CMDIO_WATCH_GONE: return PUMP_CTRL_GONE;
+  case CMDIO_WATCH_OTHER: p->watch_ctrl = 0; return PUMP_DONE;
+  case CMDIO_WATCH_NONE:
+  default: return PUMP_DONE;
+  }
+}
+
+static enum pump_result run(struct pump *p) {
+  int64_t limit = (int64_t)tunables.data_timeout_s * 1000;
+  int64_t deadline = sys_mono_ms() + limit;
+  enum pump_result first = control(p, 0); /* ABOR sent along with RETR */
+  if (first != PUMP_DONE) {
+    return first;
+  }
+  while (p->done < p->count) {
+    struct pollfd f[2];
+    int rc;
+    f[0].fd = p->data->fd;
+    f[0].events = POLLOUT;
+    f[1].fd = p->watch_ctrl ? p->s->ctrl.fd : -1;
+    f[1].events = POLLIN;
+    f[0].revents = f[1].revents = 0;
+    rc = sys_poll(f, 2, sys_ms_left(deadline));
+    if (rc < 0) {
+      log_line("FAIL send: poll: %s", strerror(errno));
+      return PUMP_FAILED;
+    }
+    if (rc == 0) {
+      log_line("FAIL send: %llu of %llu bytes, no progress for %d s",
+               (unsigned long long)p->done, (unsigned long long)p->count,
+               tunables.data_timeout_s);
+      return PUMP_FAILED;
+    }
+    if (f[1].revents != 0) {
+      enum pump_result r = control(p, 1);
+      if (r != PUMP_DONE) {
+        return r;
+      }
+    }
+    if (f[0].revents != 0) {
+      rc = push(p);
+      if (rc < 0) {
+        log_line("FAIL send: %llu of %llu bytes: %s",
+                 (unsigned long long)p->done, (unsigned long long)p->count,
+                 strerror(errno));
+        return PUMP_FAILED;
+      }
+      if (rc > 0) {
+        deadline = sys_mono_ms() + limit;
+      }
+    }
+  }
+  return PUMP_DONE;
+}
+
+enum pump_result pump_send(struct session *s, struct xp_conn *data, int fd,
+                           const char *buf, uint64_t count) {
+  struct pump p;
+  enum pump_result r;
+  memset(&p, 0, sizeof p);
+  p.s = s;
+  p.data = data;
+  p.fd = fd;
+  p.buf = buf;
+  p.count = count;
+  p.watch_ctrl = 1;
+  if (sys_set_nonblock(data->fd, 1) != 0) {
+    log_line("FAIL send: fcntl: %s", strerror(errno));
+    return PUMP_FAILED;
+  }
+  r = run(&p);
+  /* blocking again: the lingering close after the transfer needs it */
+  if (sys_set_nonblock(data->fd, 0) != 0 && r == PUMP_DONE) {
+    log_line("FAIL send: fcntl: %s", strerror(errno));
+    r = PUMP_FAILED;
+  }
+  return r;
+}
