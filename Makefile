@@ -28,7 +28,7 @@ endif
 
 .PHONY: all setup setup-test kernel build test test-fast lint test-core test-ftp test-virtual \
         test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp \
-        experiment smoke tables report clean image image-base fanout deploy-emulated
+        experiment smoke tables report clean image image-base fanout deploy-emulated fuzz
 
 all: build
 
@@ -108,6 +108,13 @@ bench-ftp: setup build
 # Harness overhead and parallel speed-up: prints a table, writes results/bench-harness.json.
 bench-harness: setup build
 	$(TESTBED) bench harness
+
+# The libFuzzer targets of the FTP programs (ftp-impl/fuzz/README.md), one after the other,
+# FUZZ_SECONDS each (default 60): a line per target (executions, coverage, crashes); non-zero
+# exit on any crash, leak or sanitizer report. FUZZ_MERGE=1 keeps what was found in the corpus.
+fuzz: setup-test
+	$(MAKE) -C ftp-impl fuzz $(if $(FUZZ_SECONDS),FUZZ_SECONDS=$(FUZZ_SECONDS)) \
+		$(if $(FUZZ_MERGE),FUZZ_MERGE=$(FUZZ_MERGE)) $(if $(FUZZ_TARGETS),FUZZ_TARGETS="$(FUZZ_TARGETS)")
 
 # Fan an experiment's pending points out over the `workers` of an Ansible inventory, run them
 # there and merge every host's runs into results/$(EXP)/ (or $(RESULTS)/$(EXP)/); the same

@@ -6,7 +6,8 @@
 #   setup.sh                 what experiments need
 #   setup.sh --test-tools    also what `make test` needs beyond that: Ansible and an SSH server
 #                            for the deployment tests, podman, debootstrap and hadolint for the
-#                            image test, the linters (ruff, shellcheck, clang-format), Slurm
+#                            image test, the linters (ruff, shellcheck, clang-format), Slurm,
+#                            clang and libFuzzer for the fuzz targets
 #
 # Last, the testbed's Python package is installed (editable) into .venv beside this folder, a
 # venv that sees Debian's Python packages: .venv/bin/testbed is the `testbed` command.
@@ -50,6 +51,9 @@ if [ "$test_tools" -eq 1 ]; then
     podman runc debootstrap uidmap
     # linters of the shell scripts and the C sources (ruff, for Python, comes from PyPI)
     shellcheck clang-format
+    # the fuzz targets of ftp-impl (make fuzz, tests/fuzz): clang, and libFuzzer with the
+    # sanitizer runtimes (libclang_rt.fuzzer, .asan, .ubsan), which Debian ships apart
+    clang libclang-rt-14-dev
     # a one-node Slurm cluster, started by the tests in a folder of their own
     slurmctld slurmd slurm-client munge
   )

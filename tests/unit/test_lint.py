@@ -55,7 +55,8 @@ def test_shellcheck_passes():
 
 
 def test_clang_format_passes():
-    sources = tracked("ftp-impl/src/*.c", "ftp-impl/src/*.h")
+    sources = tracked("ftp-impl/src/*.c", "ftp-impl/src/*.h", "ftp-impl/fuzz/*.c",
+                      "ftp-impl/fuzz/*.h")
     assert len(sources) >= 30
     lint = run([tool("clang-format"), "--dry-run", "--Werror", *sources])
     assert lint.returncode == 0, lint.stderr[-4000:]
