@@ -92,6 +92,8 @@ class Harness:
         self.slurm = slurm_settings
         self.prepared: Any = None
         self._testbed: dict[str, Any] | None = None
+        # (estimate_s, wall_s) of the runs this process saw end, for the progress line's ETA
+        self.wall_samples: list[tuple[float, float]] = []
         self._intended: tuple[str, str] | None = None
 
     # -- the whole experiment ---------------------------------------------------------------
@@ -300,7 +302,9 @@ class Harness:
 class RoundWatch:
     """What the progress line says of a round: runs ended, failed, and when the last batch
     should end, from the wall time that runs actually took (experiments/harness/forecast.py).
-    Polled every few seconds: each record is read once, and only this round's."""
+    A run's wall time is read from when its record reached this host's disk, not from the
+    times in it: on the virtual clock those are the kernel's. Polled every few seconds: each
+    record is read once, and only this round's."""
 
     def __init__(self, harness: Harness, batches: list[list[dict[str, Any]]]) -> None:
         self.ledger = harness.ledger
@@ -308,12 +312,9 @@ class RoundWatch:
         self.began = time.time()
         self.clock = harness.intended_kernel()[1]
         self.ended: dict[str, dict[str, Any]] = {}
-        # runs of earlier rounds (and sessions) in this folder teach the forecast as well
-        estimates = {p: harness.workload.estimate_s(harness.experiment, point)
-                     for p, point in harness.points.items()}
-        self.samples = [(estimates[r["point"]], r["ended"] - r["started"])
-                        for r in harness.ledger.finished().values()
-                        if r.get("point") in estimates and _timed(r)]
+        self.written: dict[str, float] = {}
+        # the rounds before this one, in this process, teach the forecast as well
+        self.samples = harness.wall_samples
 
     def status(self) -> tuple[int, int, str]:
         now = time.time()
@@ -324,23 +325,22 @@ class RoundWatch:
         return len(self.ended), failed, text
 
     def batch_state(self, batch: list[dict[str, Any]], now: float) -> forecast.BatchState:
-        last_end = None
+        """A batch runs its runs in order: each one's wall time is the gap since the one
+        before it ended. (A batch's first run shares its time with the boot, which is not
+        the runs' to teach.)"""
+        last_end: float | None = None
         pending = []
         for order in batch:
-            record = self.ended.get(order["id"])
-            if record is None and self.ledger.is_finished(order["id"]):
-                record = self.ended[order["id"]] = self.ledger.record(order["id"])
-                if _timed(record):
+            run_id = order["id"]
+            if run_id not in self.ended and self.ledger.is_finished(run_id):
+                self.ended[run_id] = self.ledger.record(run_id)
+                self.written[run_id] = self.ledger.record_written(run_id)
+                if last_end is not None:
                     self.samples.append((order["estimate_s"],
-                                         record["ended"] - record["started"]))
-            if record is None:
+                                         max(self.written[run_id] - last_end, 0.0)))
+            if run_id in self.ended:
+                last_end = self.written[run_id]
+            else:
                 pending.append(order["estimate_s"])
-            elif _timed(record):
-                last_end = max(last_end or 0.0, record["ended"])
         since = now - (last_end if last_end is not None else self.began)
         return forecast.BatchState(tuple(pending), since, last_end is not None)
-
-
-def _timed(record: dict[str, Any]) -> bool:
-    return isinstance(record.get("started"), float) and isinstance(record.get("ended"), float)
-

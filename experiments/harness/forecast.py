@@ -57,8 +57,10 @@ def fit(samples: Sequence[tuple[float, float]]) -> Fit | None:
         slope = sum((e - mean_e) * (w - mean_w) for e, w in samples) / spread_e
         if slope >= 0 and mean_w - slope * mean_e >= 0:
             overhead, ratio = mean_w - slope * mean_e, slope
-    if overhead == 0 and ratio == 0:
-        overhead = mean_w  # runs whose estimates are all zero: each costs what they cost
+    if ratio == 0:
+        if mean_w <= 0:
+            return None  # runs that took no time at all teach nothing
+        overhead = mean_w  # estimates all zero: each run costs what the others cost
     line = Fit(overhead, ratio, ())
     spread = tuple(w / line.predict(e) for e, w in samples if line.predict(e) > 0)
     return Fit(overhead, ratio, spread)
@@ -111,7 +113,7 @@ def prior(clock: str) -> Fit | None:
 
 def describe(forecast: Eta | None) -> str:
     if forecast is None:
-        return "ETA once a run has ended"
+        return "ETA once runs have ended"
     if not forecast.runs:
         return f"ETA {duration(forecast.seconds)} (from the estimates, before any run ended)"
     sure = "rough: " if forecast.rough else ""

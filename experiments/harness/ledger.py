@@ -91,6 +91,11 @@ class Ledger:
     def record(self, run_id: str) -> dict[str, Any]:
         return json.loads((self.run_dir(run_id) / RECORD).read_text())
 
+    def record_written(self, run_id: str) -> float:
+        """When the run's record reached this host's disk, by this host's clock (the times in
+        the record are the kernel's, virtual on the virtual clock)."""
+        return (self.run_dir(run_id) / RECORD).stat().st_mtime
+
     def busy(self) -> bool:
         """Whether another process holds the lock (a harness still running here)."""
         path = self.work / LOCK

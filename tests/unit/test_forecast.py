@@ -2,12 +2,17 @@
 estimates, so that a virtual-clock round whose estimates add up to hours says minutes."""
 from __future__ import annotations
 
+import json
+import os
 import random
+from types import SimpleNamespace
 
 import pytest
 
 from experiments.harness import forecast
+from experiments.harness.coordinator import RoundWatch
 from experiments.harness.forecast import BatchState, Fit
+from experiments.harness.ledger import Ledger
 
 
 def test_the_fit_recovers_a_fixed_cost_and_a_ratio():
@@ -26,7 +31,7 @@ def test_alike_estimates_give_the_mean_ratio():
 def test_no_run_ended_on_the_virtual_clock_gives_no_number():
     states = [BatchState((3600.0 * 16,), 0.0, False)]
     assert forecast.eta(states, forecast.prior("virtual-wall-cpu")) is None
-    assert forecast.describe(None) == "ETA once a run has ended"
+    assert forecast.describe(None) == "ETA once runs have ended"
     real = forecast.eta(states, forecast.prior("real"))
     assert real.seconds == pytest.approx(3600 * 16 + forecast.BOOT_S)
     assert "before any run ended" in forecast.describe(real)
@@ -82,3 +87,33 @@ def test_few_runs_give_a_wide_range_said_to_be_rough():
     assert got.rough
     assert got.low_s <= 0.5 * got.seconds and got.high_s >= 2 * got.seconds
     assert "rough" in forecast.describe(got) and "from 2 runs" in forecast.describe(got)
+
+
+def test_runs_that_took_no_time_teach_nothing():
+    assert forecast.fit([(5.0, 0.0), (50.0, 0.0)]) is None
+
+
+def test_the_round_learns_from_when_records_reached_the_disk_not_from_their_times(tmp_path):
+    """On the virtual clock a record's own times are the kernel's: a run of 400 kernel seconds
+    may take 4 s. The progress line must learn the 4 s."""
+    ledger = Ledger(tmp_path / "exp")
+    ledger.prepare()
+    harness = SimpleNamespace(ledger=ledger, wall_samples=[],
+                              intended_kernel=lambda: ("uml", "virtual-wall-cpu"))
+    batch = [{"id": f"run{i}", "estimate_s": 400.0} for i in range(5)]
+    watch = RoundWatch(harness, [batch])
+    assert watch.status() == (0, 0, "ETA once runs have ended")
+    for i in range(3):
+        record = ledger.run_dir(f"run{i}") / "result.json"
+        record.parent.mkdir(parents=True)
+        record.write_text(json.dumps({"status": "ok", "started": 400.0 * i,
+                                      "ended": 400.0 * (i + 1)}))
+        written = watch.began + 10 + 4 * i
+        os.utime(record, (written, written))
+    done, failed, text = watch.status()
+    assert (done, failed) == (3, 0)
+    assert harness.wall_samples == [(400.0, pytest.approx(4.0)), (400.0, pytest.approx(4.0))]
+    eta = forecast.eta([watch.batch_state(batch, watch.began + 18)], forecast.fit(
+        harness.wall_samples))
+    assert eta.seconds == pytest.approx(8.0)  # two runs of 4 s, the first just begun
+    assert "from 2 runs" in text
