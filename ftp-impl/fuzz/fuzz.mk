@@ -37,16 +37,24 @@ fuzz-build: $(FUZZ_BINS)
 # wraps.c: which runs may have changed the tree; no poll on memory; socket
 # options and the data pump's send and sendfile on the in-memory transport.
 FUZZ_WRAPS   := sys_open sys_wait_fd sys_setsockopt_int send sendfile
+# bigalloc.c: a large block freed is kept, poisoned, for the next run's
+# sys_malloc of that size (no mmap, page faults and quarantine per run).
+FUZZ_BIGWRAPS := sys_malloc free realloc
+FUZZ_BIGLD   := $(FUZZ_BIGWRAPS:%=-Wl,--wrap=%)
 $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
-    $(call fo,$(FUZZ_SERVER)) $(ho) $(FUZZ_BUILD)/wraps.o
+    $(call fo,$(FUZZ_SERVER)) $(ho) $(FUZZ_BUILD)/wraps.o $(FUZZ_BUILD)/bigalloc.o
 $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
-    FUZZ_LDFLAGS := $(FUZZ_WRAPS:%=-Wl,--wrap=%)
+    FUZZ_LDFLAGS := $(FUZZ_WRAPS:%=-Wl,--wrap=%) $(FUZZ_BIGLD)
 $(FUZZ_BUILD)/fuzz_addrparse $(FUZZ_BUILD)/fuzz_confine: \
     $(call fo,str addrparse confine) $(ho)
 $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer: \
-    $(call fo,$(FUZZ_CLIENT)) $(FUZZ_BUILD)/src/ftpc.o $(ho) $(FUZZ_BUILD)/fclient.o
+    $(call fo,$(FUZZ_CLIENT)) $(FUZZ_BUILD)/src/ftpc.o $(ho) $(FUZZ_BUILD)/fclient.o \
+    $(FUZZ_BUILD)/bigalloc.o
 # the listing target includes ftpc.c itself (its split and match are static)
-$(FUZZ_BUILD)/fuzz_listing: $(call fo,$(FUZZ_CLIENT)) $(ho) $(FUZZ_BUILD)/fclient.o
+$(FUZZ_BUILD)/fuzz_listing: $(call fo,$(FUZZ_CLIENT)) $(ho) $(FUZZ_BUILD)/fclient.o \
+    $(FUZZ_BUILD)/bigalloc.o
+$(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer $(FUZZ_BUILD)/fuzz_listing: \
+    FUZZ_LDFLAGS := $(FUZZ_BIGLD)
 
 # --wrap=exit: a usage error returns to the target; --wrap=getaddrinfo: no DNS.
 $(FUZZ_BUILD)/fuzz_cmdline: $(call fo,$(FUZZ_CMDLINE)) $(ho)

@@ -38,16 +38,20 @@ static struct {
   size_t ctrl_i;   /* next control-side message */
   size_t ctrl_off; /* bytes of it already received */
   size_t data_i;   /* next data message for a data connection */
-  struct conn conns[MAX_CONNS];
-  size_t nconns;
+  size_t nconns;   /* conns[0..nconns) are the run's */
   int have_ctrl;
   unsigned next_port;
-  char out[OUT_MAX];
   size_t out_len;
   int out_truncated;
   uint64_t data_out;
-  dev_t null_rdev;
 } mx;
+
+/* Apart from mx, which memxp_begin clears: clearing them each run (1 MiB
+ * and 18 KiB) took longer than many a run; only out_buf[0..out_len) is
+ * ever read, and new_conn clears each connection it hands out. */
+static char out_buf[OUT_MAX];
+static struct conn conns[MAX_CONNS];
+static dev_t null_rdev; /* /dev/null's device, looked up once */
 
 void memxp_cfg_from_byte(uint8_t b, struct memxp_cfg *cfg) {
   static const size_t limits[8] = {0, 1, 2, 3, 7, 16, 100, 4096};
@@ -113,18 +117,20 @@ void memxp_begin(const uint8_t *data, size_t size,
   memset(&mx, 0, sizeof mx);
   mx.cfg = *cfg;
   mx.next_port = 40000;
-  if (stat("/dev/null", &st) != 0) {
-    abort();
+  if (null_rdev == 0) {
+    if (stat("/dev/null", &st) != 0) {
+      abort();
+    }
+    null_rdev = st.st_rdev;
   }
-  mx.null_rdev = st.st_rdev;
   split_messages(data, size);
 }
 
 static struct conn *find(int fd) {
   size_t i;
   for (i = 0; i < mx.nconns; i++) {
-    if (mx.conns[i].fd == fd) {
-      return &mx.conns[i];
+    if (conns[i].fd == fd) {
+      return &conns[i];
     }
   }
   return NULL;
@@ -143,7 +149,7 @@ static struct conn *new_conn(enum kind k) {
   }
   c = find(fd); /* a number a program closed itself and got back */
   if (c == NULL) {
-    c = &mx.conns[mx.nconns++];
+    c = &conns[mx.nconns++];
   }
   memset(c, 0, sizeof *c);
   c->fd = fd;
@@ -158,7 +164,7 @@ int memxp_owns(int fd) { return fd >= 0 && find(fd) != NULL; }
 static void drop(int fd) {
   struct conn *c = find(fd);
   if (c != NULL) {
-    *c = mx.conns[--mx.nconns];
+    *c = conns[--mx.nconns];
   }
   if (close(fd) != 0) {
     abort(); /* a program closed a connection twice */
@@ -179,12 +185,12 @@ int memxp_accept_ctrl(struct xp_conn *out) {
 
 void memxp_end(void) {
   while (mx.nconns > 0) {
-    struct conn *c = &mx.conns[--mx.nconns];
+    struct conn *c = &conns[--mx.nconns];
     struct stat st;
     /* The program may have closed it itself (dataio_reset closes a PASV
      * listener with sys_close); close only what is still our /dev/null. */
     if (fstat(c->fd, &st) == 0 && S_ISCHR(st.st_mode) &&
-        st.st_rdev == mx.null_rdev) {
+        st.st_rdev == null_rdev) {
       (void)close(c->fd);
     }
   }
@@ -197,7 +203,7 @@ void memxp_end(void) {
 const char *memxp_ctrl_out(size_t *len, int *truncated) {
   *len = mx.out_len;
   *truncated = mx.out_truncated;
-  return mx.out;
+  return out_buf;
 }
 
 uint64_t memxp_data_out(void) { return mx.data_out; }
@@ -303,7 +309,7 @@ static void take(const struct conn *c, const void *p, size_t n, unsigned sid) {
   if (c->kind == K_CTRL && sid == 0) {
     size_t room = OUT_MAX - mx.out_len;
     size_t k = n < room ? n : room;
-    memcpy(mx.out + mx.out_len, b, k);
+    memcpy(out_buf + mx.out_len, b, k);
     mx.out_len += k;
     mx.out_truncated |= k < n;
     return;

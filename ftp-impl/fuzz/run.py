@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,19 +74,32 @@ def failure(proc: subprocess.CompletedProcess[str]) -> str:
     return f"exit status {proc.returncode}" if proc.returncode != 0 else ""
 
 
-def target_env(work: Path) -> dict[str, str]:
-    """The targets make their served tree and download folder under TMPDIR: the scratch one."""
+SHM = Path("/dev/shm")
+
+
+def make_tmp(work: Path) -> Path:
+    """The folder the targets make their served tree and download folder in (TMPDIR): in
+    memory (/dev/shm) where there is one, else WORK/tmp.  The session target walks and
+    resolves that tree on every command and restores it after each upload, the client
+    targets write and rename their downloads: on disk, with the path's every component
+    resolved again, that cost more than the parsing itself."""
+    if SHM.is_dir() and os.access(SHM, os.W_OK | os.X_OK):
+        return Path(tempfile.mkdtemp(prefix="ftpfuzz-run-", dir=SHM))
     tmp = work / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
+    return tmp
+
+
+def target_env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp)}
 
 
-def replay(binary: Path, inputs: list[Path], work: Path, result: Result) -> bool:
+def replay(binary: Path, inputs: list[Path], tmp: Path, result: Result) -> bool:
     """Run the target once on each input (libFuzzer's file mode). False on a failure."""
     if not inputs:
         return True
     proc = subprocess.run([str(binary), "-runs=1", *map(str, inputs)], capture_output=True,
-                          text=True, timeout=600, env=target_env(work))
+                          text=True, timeout=600, env=target_env(tmp))
     result.replayed += len(inputs)
     reason = failure(proc)
     if reason:
@@ -95,7 +109,7 @@ def replay(binary: Path, inputs: list[Path], work: Path, result: Result) -> bool
     return True
 
 
-def fuzz(binary: Path, target: str, work: Path, args: argparse.Namespace,
+def fuzz(binary: Path, target: str, work: Path, tmp: Path, args: argparse.Namespace,
          result: Result) -> None:
     scratch = work / target
     artifacts = work / "artifacts"
@@ -108,7 +122,7 @@ def fuzz(binary: Path, target: str, work: Path, args: argparse.Namespace,
     # libFuzzer adds new inputs to the first folder: the scratch one.
     argv += [str(scratch), str(HERE / "corpus" / target)]
     proc = subprocess.run(argv, capture_output=True, text=True,
-                          timeout=(args.seconds or 0) + 3600 * 12, env=target_env(work))
+                          timeout=(args.seconds or 0) + 3600 * 12, env=target_env(tmp))
     result.execs = stat(proc.stderr, "number_of_executed_units")
     result.cov, result.ft, result.corpus = final_cov(proc.stderr)
     reason = failure(proc)
@@ -131,9 +145,12 @@ def run_target(target: str, args: argparse.Namespace) -> Result:
         result.crashed, result.reason = True, f"{binary} is not built"
         return result
     inputs = files_in(HERE / "regressions" / target) + files_in(HERE / "corpus" / target)
-    if replay(binary, inputs, args.work, result) and not args.replay_only:
-        fuzz(binary, target, args.work, args, result)
-    shutil.rmtree(args.work / "tmp", ignore_errors=True)
+    tmp = make_tmp(args.work)
+    try:
+        if replay(binary, inputs, tmp, result) and not args.replay_only:
+            fuzz(binary, target, args.work, tmp, args, result)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     result.seconds = time.monotonic() - start
     return result
 
