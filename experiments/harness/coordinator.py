@@ -311,8 +311,8 @@ class RoundWatch:
         self.batches = batches
         self.began = time.time()
         self.clock = harness.intended_kernel()[1]
-        self.ended: dict[str, dict[str, Any]] = {}
-        self.written: dict[str, float] = {}
+        # run id -> (status, when its record was written)
+        self.ended: dict[str, tuple[str, float]] = {}
         # the rounds before this one, in this process, teach the forecast as well
         self.samples = harness.wall_samples
 
@@ -321,7 +321,7 @@ class RoundWatch:
         states = [self.batch_state(batch, now) for batch in self.batches]
         model = forecast.fit(self.samples) or forecast.prior(self.clock)
         text = forecast.describe(forecast.eta(states, model))
-        failed = sum(r.get("status") != "ok" for r in self.ended.values())
+        failed = sum(status != "ok" for status, _ in self.ended.values())
         return len(self.ended), failed, text
 
     def batch_state(self, batch: list[dict[str, Any]], now: float) -> forecast.BatchState:
@@ -333,13 +333,12 @@ class RoundWatch:
         for order in batch:
             run_id = order["id"]
             if run_id not in self.ended and self.ledger.is_finished(run_id):
-                self.ended[run_id] = self.ledger.record(run_id)
-                self.written[run_id] = self.ledger.record_written(run_id)
+                written = self.ledger.record_written(run_id)
+                self.ended[run_id] = (self.ledger.record(run_id).get("status", ""), written)
                 if last_end is not None:
-                    self.samples.append((order["estimate_s"],
-                                         max(self.written[run_id] - last_end, 0.0)))
+                    self.samples.append((order["estimate_s"], max(written - last_end, 0.0)))
             if run_id in self.ended:
-                last_end = self.written[run_id]
+                last_end = self.ended[run_id][1]
             else:
                 pending.append(order["estimate_s"])
         since = now - (last_end if last_end is not None else self.began)
