@@ -81,6 +81,7 @@ def describe(report: dict[str, Any]) -> str:
     for step in report.get("playbooks", []):
         lines.append(f"  {step['playbook']:<24} {step['wall_s']:7.1f} s  (exit "
                      f"{step['returncode']})")
+        lines += [f"    {line}" for line in step.get("errors", [])]
     rtt = report.get("rtt_after_shaping")
     if rtt:
         lines.append(f"  RTT after shaping        {rtt['avg_ms']:7.2f} ms")

@@ -62,7 +62,20 @@ def run_playbook(name: str, env: dict[str, str], extra: FsPath, log: FsPath) -> 
     with log.open("wb") as out:
         status = subprocess.run(argv, cwd=PLAYBOOKS, env=env, stdout=out,
                                 stderr=subprocess.STDOUT).returncode
-    return {"playbook": name, "returncode": status, "wall_s": time.monotonic() - started}
+    result: dict[str, Any] = {"playbook": name, "returncode": status,
+                              "wall_s": time.monotonic() - started}
+    if status != 0:
+        result["errors"] = failure_lines(log)
+    return result
+
+
+def failure_lines(log: FsPath, limit: int = 40) -> list[str]:
+    """What ansible said about the failed tasks (its one-line "fatal: ... FAILED! => {...}"
+    reports), or the log's end: the report then says why without the log, which a test's
+    temporary folder does not keep."""
+    lines = log.read_text(errors="replace").splitlines()
+    picked = [line for line in lines if "fatal:" in line or "ERROR!" in line]
+    return (picked or lines)[-limit:]
 
 
 def main(spec_file: str) -> int:

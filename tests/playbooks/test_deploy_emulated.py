@@ -50,7 +50,7 @@ def run_dir(report: dict) -> Path:
 def test_every_playbook_succeeded(deployed):
     steps = [(p["playbook"], p["returncode"]) for p in deployed.get("playbooks", [])]
     assert steps == [("deploy.yml", 0), ("shape.yml", 0), ("run_point.yml", 0)], \
-        deployed.get("stderr_tail")
+        (deployed.get("stderr_tail"), [p.get("errors") for p in deployed.get("playbooks", [])])
     assert deployed["returncode"] == 0
 
 
