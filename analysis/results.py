@@ -94,7 +94,7 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
     with path.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     text_columns = ("run_id", "point", "status", "reasons", "notes", "pcap", "host", "queue",
-                    "path", "variant", "profile", "metric", "flagged")
+                    "path", "variant", "profile", "stack", "metric", "flagged")
     return [{k: (v if k in text_columns else number(v)) for k, v in row.items()} for row in rows]
 
 

@@ -39,7 +39,8 @@ LOSS_LABEL = "packet loss ratio (each direction)"
 def _style(series: str, index: int) -> dict[str, Any]:
     variant = series.split(" ")[0]
     style = dict(SERIES_STYLE.get(variant, {"marker": "x"}))
-    if variant == "tcp" and "(" in series:  # a second TCP profile: same colour, other dash
+    # a second TCP profile or stack profile: same colour, other dash
+    if (variant == "tcp" and "(" in series) or "[" in series:
         style["linestyle"] = LINESTYLES[index % len(LINESTYLES)]
     return style
 

@@ -1,7 +1,8 @@
 """An ftp-mget result set as its figures and speed-ups see it: points keyed by path, loss, file
-size, files, variant and profile, with the transfer time's mean and 90% interval."""
+size, files, variant, profile and stack, with the transfer time's mean and 90% interval."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +20,11 @@ def size_label(size: int) -> str:
     return str(size)
 
 
-def series_label(variant: str, profile: str) -> str:
-    """tcp runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do not."""
-    return f"{variant} ({profile})" if variant == "tcp" else variant
+def series_label(variant: str, profile: str, stack: str = "") -> str:
+    """tcp runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do not. The
+    stack profile is named where the result set compares stacks (else it is "")."""
+    label = f"{variant} ({profile})" if variant == "tcp" else variant
+    return f"{label} [{stack}]" if stack else label
 
 
 def variant_rank(variant: str) -> int:
@@ -38,10 +41,11 @@ class PointKey:
     files: int
     variant: str
     profile: str
+    stack: str = ""       # the stack profile, where the result set has more than one
 
     @property
     def series(self) -> str:
-        return series_label(self.variant, self.profile)
+        return series_label(self.variant, self.profile, self.stack)
 
     def label(self) -> str:
         return (f"{self.path}, loss {self.loss:g}, {self.files} x {size_label(self.file_size)}, "
@@ -82,7 +86,8 @@ def _int(value: Any) -> int:
 
 def key_of(row: dict[str, Any]) -> PointKey:
     return PointKey(str(row["path"]), _float(row["loss"]), _int(row["file_size"]),
-                    _int(row["files"]), str(row["variant"]), str(row["profile"]))
+                    _int(row["files"]), str(row["variant"]), str(row["profile"]),
+                    str(row.get("stack") or ""))
 
 
 class FtpResults:
@@ -94,7 +99,11 @@ class FtpResults:
         self.name = results.name
         self.meta = results.meta
         self.fidelity = results.fidelity
-        self.points = [Point(key_of(row), _int(row.get("n")),
+        rows = [*results.summary, *results.runs, *results.expected]
+        # the stack is part of a key only where the set compares stacks (sets from before
+        # stacks have none)
+        self.compares_stacks = len({str(r.get("stack") or "") for r in rows}) > 1
+        self.points = [Point(self.key(row), _int(row.get("n")),
                              _float(row.get("transfer_time_s_mean", row.get("mean_s"))),
                              _float(row.get("transfer_time_s_sd", row.get("sd_s"))),
                              _float(row.get("transfer_time_s_ci90_half",
@@ -105,12 +114,16 @@ class FtpResults:
         self.runs = []
         for row in results.runs:
             run = dict(row)
-            run["key"] = key_of(row)
+            run["key"] = self.key(row)
             run["flagged"] = row.get("flagged") == "True"
             for name in ("connections", "handshakes", "retransmissions", "timeouts", "rep"):
                 run[name] = _int(row.get(name))
             self.runs.append(run)
-        self.expected = [key_of(p) for p in results.expected]
+        self.expected = [self.key(p) for p in results.expected]
+
+    def key(self, row: dict[str, Any]) -> PointKey:
+        key = key_of(row)
+        return key if self.compares_stacks else dataclasses.replace(key, stack="")
 
     @property
     def metric(self) -> str:
@@ -132,7 +145,7 @@ class FtpResults:
 
     def series(self) -> list[str]:
         keys = {p.key for p in self.points} | set(self.expected)
-        ranked = sorted(keys, key=lambda k: (variant_rank(k.variant), k.profile))
+        ranked = sorted(keys, key=lambda k: (k.stack, variant_rank(k.variant), k.profile))
         return list(dict.fromkeys(k.series for k in ranked))
 
     def point(self, key: PointKey) -> Point | None:

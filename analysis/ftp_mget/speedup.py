@@ -85,9 +85,10 @@ class SpeedUp:
                 "complete": self.complete}
 
 
-def comparison_name(variant: str, baseline: str, baseline_profile: str = "") -> str:
+def comparison_name(variant: str, baseline: str, baseline_profile: str = "",
+                    stack: str = "") -> str:
     base = series_label(baseline, baseline_profile) if baseline_profile else baseline
-    return f"{variant} over {base}"
+    return f"{variant} over {base}" + (f" [{stack}]" if stack else "")
 
 
 def speedups(results: FtpResults) -> list[SpeedUp]:
@@ -101,7 +102,8 @@ def speedups(results: FtpResults) -> list[SpeedUp]:
             for other_key, other in usable.items():
                 if (other_key.variant == baseline and _same_cell(key, other_key)):
                     name = comparison_name(candidate, baseline,
-                                           other_key.profile if baseline == "tcp" else "")
+                                           other_key.profile if baseline == "tcp" else "",
+                                           key.stack)
                     out.append(SpeedUp(name, point, other))
     paths = results.paths
     order = {name: i for i, name in enumerate(_comparison_order(results))}
@@ -114,16 +116,19 @@ def speedups(results: FtpResults) -> list[SpeedUp]:
 def _comparison_order(results: FtpResults) -> list[str]:
     profiles = sorted({p.key.profile for p in results.points if p.key.variant == "tcp"})
     names = []
-    for candidate, baseline in COMPARISONS:
-        if baseline == "tcp":
-            names += [comparison_name(candidate, baseline, prof) for prof in profiles]
-        else:
-            names.append(comparison_name(candidate, baseline))
+    for stack in sorted({p.key.stack for p in results.points}):
+        for candidate, baseline in COMPARISONS:
+            if baseline == "tcp":
+                names += [comparison_name(candidate, baseline, prof, stack)
+                          for prof in profiles]
+            else:
+                names.append(comparison_name(candidate, baseline, stack=stack))
     return names
 
 
 def _same_cell(a: PointKey, b: PointKey) -> bool:
-    return (a.path, a.loss, a.file_size, a.files) == (b.path, b.loss, b.file_size, b.files)
+    return ((a.path, a.loss, a.file_size, a.files, a.stack)
+            == (b.path, b.loss, b.file_size, b.files, b.stack))
 
 
 def format_ratio(s: SpeedUp) -> str:

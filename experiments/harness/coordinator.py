@@ -163,7 +163,7 @@ class Harness:
             "dir": str(self.ledger.run_dir(run_id)), "pcap": str(self.ledger.pcap(run_id)),
             "topology": {k: v for k, v in topology.items() if k != "links"},
             "links": topology["links"],
-            "sysctls": sysctls_for(point.profile, self.experiment.sctp),
+            "sysctls": sysctls_for(point.profile, self.experiment.sctp, point.stack),
             "workload_kind": self.experiment.workload,
             "workload": self.workload.order(self.experiment, point, self.prepared),
             "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,

@@ -1,9 +1,14 @@
-"""Transport profiles: how the end hosts' stacks are set for a run, as sysctls per namespace.
+"""Transport profiles: how the end hosts' stacks are set for a run.
 
-A TCP profile sets the hosts' TCP (the workload says which of its runs it applies to: the tcp
-variant of FTP, every TCP flow of bulk-flows); SCTP runs with the kernel's SCTP defaults plus
-any knob the experiment file sets. Every value applied is recorded with the run."""
+A TCP profile sets the hosts' TCP congestion control and SACK as sysctls per namespace (the
+workload says which of its runs it applies to: the tcp variant of FTP, every TCP flow of
+bulk-flows); SCTP runs with the kernel's SCTP defaults plus any knob the experiment file sets.
+A stack profile (STACKS) sets what a comparison of TCP and SCTP also depends on: the socket
+buffers, hence the receive windows, and the retransmission timers, for both transports. Every
+value applied is recorded with the run."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 TCP_PROFILES: dict[str, dict[str, str]] = {
     # As the studies ran: New-Reno congestion control, no SACK.
@@ -33,10 +38,106 @@ SCTP_KNOBS: dict[str, dict] = {
 }
 
 
-def sysctls_for(profile: str, sctp_knobs: dict[str, int]) -> dict[str, str]:
+def sysctls_for(profile: str, sctp_knobs: dict[str, int], stack: str) -> dict[str, str]:
+    """The run's sysctls: the stack's SCTP timers, then the TCP profile, then the experiment's
+    own SCTP knobs, which win."""
     values = dict(COMMON_SYSCTLS)
+    values.update(STACKS[stack].sysctls())
     if profile in TCP_PROFILES:
         values.update(TCP_PROFILES[profile])
     for knob, value in sctp_knobs.items():
         values[SCTP_KNOBS[knob]["sysctl"]] = str(value)
     return values
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """The socket buffers the programs ask for (SO_SNDBUF, SO_RCVBUF), in the BSD sense: the
+    bytes of data the buffer may hold. Linux doubles an asked size to leave room for its own
+    bookkeeping and advertises half of its buffer as the window, so asking N gives a receive
+    window of about N on both transports. 0: the kernel's own sizing (TCP autotuning)."""
+
+    sndbuf: int
+    rcvbuf: int
+
+    def program_options(self) -> list[str]:
+        options = []
+        if self.sndbuf:
+            options += ["--sndbuf", str(self.sndbuf)]
+        if self.rcvbuf:
+            options += ["--rcvbuf", str(self.rcvbuf)]
+        return options
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Windows and timers of both transports, as one era's stacks had them."""
+
+    name: str
+    description: str
+    tcp: Buffers
+    sctp: Buffers
+    tcp_initial_rto_ms: int            # 1000 is Linux's own (TCP_TIMEOUT_INIT)
+    tcp_rto_min_ms: int                # 200 is Linux's own (TCP_RTO_MIN)
+    sctp_rto_ms: tuple[int, int, int]  # min, initial, max: applied as SCTP sysctls
+    sources: tuple[str, ...]
+
+    def buffers(self, transport: str) -> Buffers:
+        return self.tcp if transport == "tcp" else self.sctp
+
+    def sysctls(self) -> dict[str, str]:
+        low, initial, high = self.sctp_rto_ms
+        return {"net.sctp.rto_min": str(low), "net.sctp.rto_initial": str(initial),
+                "net.sctp.rto_max": str(high)}
+
+    def record(self) -> dict[str, object]:
+        return {"description": self.description,
+                "tcp": {"sndbuf": self.tcp.sndbuf, "rcvbuf": self.tcp.rcvbuf,
+                        "initial_rto_ms": self.tcp_initial_rto_ms,
+                        "rto_min_ms": self.tcp_rto_min_ms},
+                "sctp": {"sndbuf": self.sctp.sndbuf, "rcvbuf": self.sctp.rcvbuf,
+                         "rto_min_ms": self.sctp_rto_ms[0],
+                         "rto_initial_ms": self.sctp_rto_ms[1],
+                         "rto_max_ms": self.sctp_rto_ms[2]},
+                "sources": list(self.sources)}
+
+
+RFC2960_SCTP_RTO_MS = (1000, 3000, 60_000)   # RTO.Min, RTO.Initial, RTO.Max (RFC 2960 14)
+# What Linux SCTP can be asked without raising net.core.rmem_max, a host-wide setting.
+LINUX_RMEM_MAX = 212_992
+
+STACKS: dict[str, Stack] = {
+    # The FTP studies (E1, E2) ran their programs on FreeBSD hosts with the KAME SCTP stack.
+    "published": Stack(
+        "published",
+        "FreeBSD TCP and KAME SCTP as the FTP studies ran them: TCP's 32 KB send and "
+        "64 KB receive buffers (no autotuning), a 3 s initial RTO; SCTP's large KAME buffers "
+        "(about 228 KB there; 208 KB here, Linux's ceiling for an unprivileged request) and "
+        "RFC 2960's timers",
+        tcp=Buffers(sndbuf=32_768, rcvbuf=65_536),
+        sctp=Buffers(sndbuf=LINUX_RMEM_MAX, rcvbuf=LINUX_RMEM_MAX),
+        tcp_initial_rto_ms=3000, tcp_rto_min_ms=200,
+        sctp_rto_ms=RFC2960_SCTP_RTO_MS,
+        sources=(
+            "FreeBSD sys/netinet/tcp_usrreq.c: tcp_sendspace = 1024*32, "
+            "tcp_recvspace = 1024*64 (net.inet.tcp.sendspace, recvspace)",
+            "FreeBSD sys/netinet/tcp_timer.h: TCPTV_RTOBASE 3*hz (the initial RTO); "
+            "TCPTV_MIN hz/33 plus TCPTV_CPU_VAR, 200 ms of slop, which replaced the earlier 1 s "
+            "minimum: about Linux's 200 ms floor, which is kept",
+            "KAME sys/netinet/sctp_usrreq.c (rev. 1.50): sctp_init() sets sctp_sendspace and "
+            "sctp_recvspace to SB_MAX scaled for mbuf overhead, about 228 KB",
+            "RFC 2960 section 14: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s",
+        )),
+    # Today's Linux 6.1 as installed: the kernel sizes TCP's buffers itself.
+    "linux": Stack(
+        "linux",
+        "Linux 6.1's defaults: TCP buffers autotuned (tcp_rmem 4096 131072 6291456, window "
+        "scaling), a 1 s initial RTO and a 200 ms floor; SCTP's buffers from "
+        "net.core.rmem_default (a_rwnd 106496), RFC 4960's timers",
+        tcp=Buffers(0, 0), sctp=Buffers(0, 0),
+        tcp_initial_rto_ms=1000, tcp_rto_min_ms=200,
+        sctp_rto_ms=RFC2960_SCTP_RTO_MS,
+        sources=("Documentation/networking/ip-sysctl.rst (tcp_rmem, tcp_wmem, rto_min, "
+                 "rto_initial, rto_max)", "include/net/tcp.h: TCP_TIMEOUT_INIT, TCP_RTO_MIN")),
+}
+DEFAULT_STACK = "linux"

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..harness.profiles import DEFAULT_STACK
+
 if TYPE_CHECKING:
     from topology.net.base import Topology
 
@@ -85,8 +87,9 @@ class Point:
     key: str                                  # names its runs: <key>_r<rep>
     network: str                              # the name of its entry in [network]
     loss: float
-    profile: str                              # the hosts' stack profile (profiles.py)
+    profile: str                              # the hosts' TCP profile (profiles.py)
     columns: tuple[tuple[str, Any], ...]      # its columns in runs.csv and summary.csv
+    stack: str = DEFAULT_STACK                # windows and timers (profiles.STACKS)
 
     def run_id(self, rep: int) -> str:
         return f"{self.key}_r{rep:03d}"

@@ -5,8 +5,9 @@
     set's SHA-256 digests.
 
 Its keys: `metric` (top level: which interval the studies measured), and in [matrix]
-`file_sizes`, `files`, `variants`. Points: path x loss x size x variant x TCP profile (the
-profiles multiply the tcp variant only). Metrics: the transfer time read from the client's
+`file_sizes`, `files`, `variants`, `stacks` (the windows and timers of both transports:
+profiles.STACKS; "linux" when absent). Points: path x loss x size x variant x TCP profile (the
+profiles multiply the tcp variant only) x stack. Metrics: the transfer time read from the client's
 pcap (the deciding one), with the same interval from the client's own clock as a cross-check
 (a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
 from __future__ import annotations
@@ -25,7 +26,7 @@ from topology.net.addresses import CLIENT_IP, SERVER_IP
 from topology.params import ParameterError
 
 from .. import procedure
-from ..harness.profiles import SCTP_PROFILE
+from ..harness.profiles import DEFAULT_STACK, SCTP_PROFILE, STACKS
 from ..procedure import RunFailure
 from . import dataset
 from .base import Metric, Point, WorkloadError, read_events, require_programs
@@ -62,6 +63,7 @@ class Settings:
     file_sizes: tuple[int, ...]
     files: int
     variants: tuple[str, ...]
+    stacks: tuple[str, ...] = (DEFAULT_STACK,)
 
 
 def parse_size(text: str | int) -> int:
@@ -153,7 +155,7 @@ class FtpMget:
     topologies = ("path",)
     data_direction = {"path": "down"}    # downloads: server to client
     top_keys = {"metric": str}
-    matrix_keys = {"file_sizes": list, "files": int, "variants": list}
+    matrix_keys = {"file_sizes": list, "files": int, "variants": list, "stacks": list}
     table = None
     table_keys: dict[str, Any] = {}
     metrics = (
@@ -165,7 +167,7 @@ class FtpMget:
         *PHASE_METRICS,
     )
     default_metric = "transfer_time_s"
-    point_columns = ("path", "loss", "file_size", "files", "variant", "profile")
+    point_columns = ("path", "loss", "file_size", "files", "variant", "profile", "stack")
     run_columns = ("transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
                    "last_byte_after_226_s", "connections", "handshakes", "retransmissions",
                    "timeouts")
@@ -198,12 +200,18 @@ class FtpMget:
             if variant in LATER_VARIANTS:
                 raise reader.fail("matrix.variants", f"{variant!r} is not implemented yet")
             reader.choice("matrix.variants", variant, VARIANTS, "variant")
-        return Settings(interval, sizes, files, tuple(variants))
+        stacks = matrix.get("stacks", [DEFAULT_STACK])
+        if not stacks:
+            raise reader.fail("matrix.stacks", "needs at least one stack profile")
+        for stack in stacks:
+            reader.choice("matrix.stacks", stack, STACKS, "stack profile")
+        return Settings(interval, sizes, files, tuple(variants), tuple(stacks))
 
     def record(self, settings: Settings) -> dict[str, Any]:
         return {"metric": settings.interval, "metric_definition": INTERVALS[settings.interval],
                 "file_sizes": list(settings.file_sizes), "files": settings.files,
-                "variants": list(settings.variants)}
+                "variants": list(settings.variants),
+                "stacks": {name: STACKS[name].record() for name in settings.stacks}}
 
     # -- the matrix ----------------------------------------------------------------------------
     def points(self, experiment: Experiment) -> list[Point]:
@@ -214,13 +222,14 @@ class FtpMget:
                 for size in settings.file_sizes:
                     for variant in settings.variants:
                         for tcp_profile in experiment.tcp_profiles:
-                            profile = profile_for(variant, tcp_profile)
-                            key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
-                                   f"{settings.files}_{variant}_{profile}")
-                            seen.setdefault(key, Point(key, path.name, loss, profile, (
-                                ("path", path.name), ("loss", loss), ("file_size", size),
-                                ("files", settings.files), ("variant", variant),
-                                ("profile", profile))))
+                            for stack in settings.stacks:
+                                profile = profile_for(variant, tcp_profile)
+                                key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
+                                       f"{settings.files}_{variant}_{profile}_{stack}")
+                                seen.setdefault(key, Point(key, path.name, loss, profile, (
+                                    ("path", path.name), ("loss", loss), ("file_size", size),
+                                    ("files", settings.files), ("variant", variant),
+                                    ("profile", profile), ("stack", stack)), stack))
         return list(seen.values())
 
     def estimate_s(self, experiment: Experiment, point: Point) -> float:
@@ -250,8 +259,11 @@ class FtpMget:
     def order(self, experiment: Experiment, point: Point, prepared: dict[str, Any]
               ) -> dict[str, Any]:
         data = prepared["data"][point.get("file_size")]
+        stack = STACKS[point.stack]
         return {"variant": point.get("variant"), "data": str(data.root),
-                "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"]}
+                "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
+                "socket_options": stack.buffers(transport_of(point.get("variant")))
+                .program_options()}
 
     # -- inside the kernel ---------------------------------------------------------------------
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
@@ -270,7 +282,8 @@ class FtpMget:
         try:
             # server and capture start side by side: each costs a few hundred ms in the kernel
             ftpd_argv = procedure.ftp_server_argv(order["ftpd"], order["data"], SERVER_IP,
-                                                  str(run_dir / "ftpd.log"), timeout_s)
+                                                  str(run_dir / "ftpd.log"), timeout_s,
+                                                  options=order["socket_options"])
             ftpd = procedure.launch_logged(server.popen, ftpd_argv, run_dir / "ftpd.out")
             capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
                                                run["snaplen"])
@@ -280,7 +293,8 @@ class FtpMget:
             started = time.monotonic()
             record["client_status"] = procedure.run(
                 client.popen, procedure.ftp_client_argv(order["ftpc"], order["variant"],
-                                                        SERVER_IP, str(download), timeout_s),
+                                                        SERVER_IP, str(download), timeout_s,
+                                                        options=order["socket_options"]),
                 run_dir / "client.jsonl", run_dir / "client.err",
                 timeout_s + procedure.RUN_GRACE_S)
             record["client_wall_s"] = time.monotonic() - started

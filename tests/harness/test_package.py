@@ -60,7 +60,7 @@ def test_the_installed_command_reads_the_shipped_experiments_from_anywhere(insta
     assert checked.returncode == 0, checked.stderr
     assert "bulk-flows workload on dumbbell, 16 points" in checked.stdout
     planned = run(installed, "plan", "smoke", cwd=tmp_path)
-    assert "lan_loss0.03_200Kx10_sctp-ms-cp_sctp" in planned.stdout
+    assert "lan_loss0.03_200Kx10_sctp-ms-cp_sctp_published" in planned.stdout
     refused = run(installed, "validate", "no-such-experiment", cwd=tmp_path)
     assert refused.returncode == 2 and "no experiment called" in refused.stderr
 

@@ -52,7 +52,7 @@ def test_interrupt_then_resume(tmp_path):
     assert len(list(runs.glob("*/result.json"))) < 4
 
     # a half-finished attempt left behind must not count
-    (runs / "lan_loss0.03_10Kx3_tcp_tcp-newreno_r002").mkdir(parents=True, exist_ok=True)
+    (runs / "lan_loss0.03_10Kx3_tcp_tcp-newreno_linux_r002").mkdir(parents=True, exist_ok=True)
 
     second = harness("run", str(experiment), "--results", str(results), "--workers", "1")
     assert second.returncode == 0, second.stderr[-2000:]

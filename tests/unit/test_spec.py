@@ -69,7 +69,7 @@ def test_tcp_profiles_multiply_only_the_tcp_variant(tmp_path):
     experiment = spec.load(str(write(tmp_path, GOOD)))
     keys = {p.key for p in points(experiment)}
     assert len(keys) == 2 * (2 + 1)  # per loss: tcp x 2 profiles, sctp-ms once
-    assert "lan_loss0.06_10Kx3_sctp-ms_sctp" in keys
+    assert "lan_loss0.06_10Kx3_sctp-ms_sctp_linux" in keys
 
 
 @pytest.mark.parametrize("change, key, reason", [

@@ -1,0 +1,98 @@
+"""A stack profile sets the windows both transports advertise, read here from the client's pcap:
+under "published" TCP's receive window stays within FreeBSD's 64 KB and SCTP's a_rwnd is the
+asked 208 KB; under "linux" TCP autotunes past 64 KB and SCTP advertises half of
+net.core.rmem_default. Every run records its stack and the timers it set."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from experiments.harness.profiles import LINUX_RMEM_MAX, STACKS
+from tests.harness.conftest import harness
+from topology.net.addresses import CLIENT_IP
+
+EXPERIMENT = """\
+name = "stacks"
+description = "one 1 MB file over a 10 Mbit/s, 40 ms path under both stack profiles"
+[network]
+queue = "500KB"
+[[network.paths]]
+name = "wide"
+rate = "10Mbit"
+delay = "20ms"
+[matrix]
+loss = [0.0]
+file_sizes = ["1M"]
+files = 1
+variants = ["tcp", "sctp-ms"]
+stacks = ["published", "linux"]
+[repetitions]
+min = 2
+max = 2
+[run]
+timeout_s = 120
+"""
+LINUX_SCTP_A_RWND = 106_496     # net.core.rmem_default 212992, halved
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("stacks")
+    (folder / "stacks.toml").write_text(EXPERIMENT)
+    done = harness("run", str(folder / "stacks.toml"), "--results", str(folder / "results"),
+                   timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder / "results" / "stacks"
+
+
+def runs(results: Path) -> dict[tuple[str, str], dict]:
+    with (results / "runs.csv").open() as handle:
+        return {(r["variant"], r["stack"]): r for r in csv.DictReader(handle)}
+
+
+def field_values(pcap: Path, display_filter: str, field: str) -> list[int]:
+    out = subprocess.run(["tshark", "-r", str(pcap), "-Y", display_filter, "-T", "fields",
+                          "-e", field], capture_output=True, text=True, check=True).stdout
+    return [int(v.split(",")[0]) for v in out.split() if v]
+
+
+def test_every_point_ran_under_its_stack(stacks):
+    table = runs(stacks)
+    assert set(table) == {(v, s) for v in ("tcp", "sctp-ms") for s in ("published", "linux")}
+    assert {r["status"] for r in table.values()} == {"ok"}
+    meta = json.loads((stacks / "meta.json").read_text())
+    recorded = meta["experiment"]["stacks"]
+    assert recorded["published"] == STACKS["published"].record()
+
+
+def test_tcp_s_window_is_capped_at_64_kb_only_under_published(stacks):
+    table = runs(stacks)
+    windows = {}
+    for stack in ("published", "linux"):
+        pcap = stacks / "pcaps" / f"{table[('tcp', stack)]['run_id']}.pcap"
+        windows[stack] = max(field_values(pcap, f"tcp && ip.src=={CLIENT_IP}",
+                                          "tcp.window_size"))
+    assert windows["published"] <= 65_536, windows
+    assert windows["linux"] > 65_536, windows       # autotuning grew it
+
+
+def test_sctp_advertises_the_asked_buffer_under_published(stacks):
+    table = runs(stacks)
+    credits = {}
+    for stack in ("published", "linux"):
+        pcap = stacks / "pcaps" / f"{table[('sctp-ms', stack)]['run_id']}.pcap"
+        credits[stack] = field_values(pcap, f"sctp.chunk_type==1 && ip.src=={CLIENT_IP}",
+                                      "sctp.init_credit")
+    assert credits == {"published": [LINUX_RMEM_MAX], "linux": [LINUX_SCTP_A_RWND]}
+
+
+def test_each_run_records_its_stack_and_timers(stacks):
+    for (_, stack), row in runs(stacks).items():
+        record = json.loads((stacks / "runs" / row["run_id"] / "result.json").read_text())
+        assert record["params"]["stack"] == stack
+        assert record["sysctls"]["net.sctp.rto_initial"] == "3000"
+        assert record["sysctls"]["net.sctp.rto_min"] == "1000"
