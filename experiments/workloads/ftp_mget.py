@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from topology.net.addresses import CLIENT_IP, SERVER_IP
+from topology.net.initial_rto import InitialRto
 from topology.params import ParameterError
 
 from .. import procedure
@@ -54,6 +55,7 @@ CLIENT_IF = "client-eth0"
 DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
 LINUX_SCTP_RTO_MIN_MS = 1000
 LINUX_TCP_RTO_MIN_S = 0.2
+LINUX_TCP_INITIAL_RTO_MS = 1000
 FULL_PACKET_BITS = 1514 * 8
 
 
@@ -263,11 +265,27 @@ class FtpMget:
         return {"variant": point.get("variant"), "data": str(data.root),
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
                 "socket_options": stack.buffers(transport_of(point.get("variant")))
-                .program_options()}
+                .program_options(),
+                "tcp_initial_rto_ms": (stack.tcp_initial_rto_ms
+                                       if transport_of(point.get("variant")) == "tcp"
+                                       else None)}
 
     # -- inside the kernel ---------------------------------------------------------------------
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
+        """The session; where the stack wants TCP's initial RTO other than Linux's, ftpd and
+        ftpc run in a cgroup whose sock_ops program answers it."""
+        initial_rto_ms = run["workload"].get("tcp_initial_rto_ms")
+        if not initial_rto_ms or initial_rto_ms == LINUX_TCP_INITIAL_RTO_MS:
+            self.session(net, run, run_dir, record, mark, list)
+            return
+        with InitialRto(initial_rto_ms) as timer:
+            record["tcp_initial_rto"] = {"ms": initial_rto_ms, "cgroup": str(timer.cgroup)}
+            self.session(net, run, run_dir, record, mark, timer.wrap)
+
+    def session(self, net: Topology, run: dict[str, Any], run_dir: Path,
+                record: dict[str, Any], mark: Callable[[str], None],
+                wrap: Callable[[list[str]], list[str]]) -> None:
         order = run["workload"]
         client, server = net.node("client"), net.node("server")
         missing = [n for n in order["expected"] if not (Path(order["data"]) / n).is_file()]
@@ -281,9 +299,10 @@ class FtpMget:
         ftpd = capture = None
         try:
             # server and capture start side by side: each costs a few hundred ms in the kernel
-            ftpd_argv = procedure.ftp_server_argv(order["ftpd"], order["data"], SERVER_IP,
-                                                  str(run_dir / "ftpd.log"), timeout_s,
-                                                  options=order["socket_options"])
+            ftpd_argv = wrap(procedure.ftp_server_argv(order["ftpd"], order["data"],
+                                                       SERVER_IP, str(run_dir / "ftpd.log"),
+                                                       timeout_s,
+                                                       options=order["socket_options"]))
             ftpd = procedure.launch_logged(server.popen, ftpd_argv, run_dir / "ftpd.out")
             capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
                                                run["snaplen"])
@@ -292,9 +311,9 @@ class FtpMget:
             mark("server_and_capture_start")
             started = time.monotonic()
             record["client_status"] = procedure.run(
-                client.popen, procedure.ftp_client_argv(order["ftpc"], order["variant"],
-                                                        SERVER_IP, str(download), timeout_s,
-                                                        options=order["socket_options"]),
+                client.popen, wrap(procedure.ftp_client_argv(
+                    order["ftpc"], order["variant"], SERVER_IP, str(download), timeout_s,
+                    options=order["socket_options"])),
                 run_dir / "client.jsonl", run_dir / "client.err",
                 timeout_s + procedure.RUN_GRACE_S)
             record["client_wall_s"] = time.monotonic() - started

@@ -82,7 +82,7 @@ def main(out: Path, pcap: Path) -> None:
         seen["cgroup_left"] = Path(seen["cgroup"]).exists()
         finish(subprocess.Popen(client(41004, 1.6), stderr=subprocess.PIPE, text=True))
     finally:
-        time.sleep(0.2)
+        time.sleep(1.0)     # tcpdump lags in a slow kernel: let it read the last SYN first
         capture.terminate()
         capture.wait(timeout=30)
     out.write_text(json.dumps(seen))

@@ -15,8 +15,10 @@ from topology.kernel import open_backend
 HERE = Path(__file__).parent
 BUILD = HERE.parents[1] / "topology" / "kernel" / "timetravel" / "build.sh"
 # The retransmission timer sits in the timer wheel's second level at HZ 100 (64-511 jiffies),
-# whose slots are 8 jiffies wide: it fires 0-80 ms late. Measured: 1.006-1.076 s and 3.006 s.
-TOLERANCE_S = 0.1
+# whose slots are 8 jiffies wide: it fires 0-80 ms late, plus the kernel's own delay on a busy
+# machine. Measured: 1.006-1.076 s and 3.006 s. Never early; at most this much late:
+LATE_S = 0.2
+EARLY_S = 0.02
 EXPECTED_GAP_S = {41001: 1.0, 41002: 3.0, 41003: 1.0, 41004: 1.0}   # see inside_initial_rto.py
 
 
@@ -52,7 +54,8 @@ def test_first_syn_retransmission_comes_after_the_initial_rto(seen, port):
     times = seen["syns"].get(port, [])
     assert len(times) == 2, f"port {port}: SYNs at {times} (expected the SYN and one retry)"
     gap = times[1] - times[0]
-    assert abs(gap - EXPECTED_GAP_S[port]) <= TOLERANCE_S, f"port {port}: {gap:.3f} s"
+    expected = EXPECTED_GAP_S[port]
+    assert expected - EARLY_S <= gap <= expected + LATE_S, f"port {port}: {gap:.3f} s"
 
 
 def test_only_the_wrapped_program_joined_the_cgroup_and_it_is_removed(seen):

@@ -1,7 +1,8 @@
 """A stack profile sets the windows both transports advertise, read here from the client's pcap:
 under "published" TCP's receive window stays within FreeBSD's 64 KB and SCTP's a_rwnd is the
 asked 208 KB; under "linux" TCP autotunes past 64 KB and SCTP advertises half of
-net.core.rmem_default. Every run records its stack and the timers it set."""
+net.core.rmem_default. Every run records its stack and the timers it set, and the published tcp
+runs ran in the cgroup that gives TCP its 3 s initial RTO."""
 from __future__ import annotations
 
 import csv
@@ -96,3 +97,10 @@ def test_each_run_records_its_stack_and_timers(stacks):
         assert record["params"]["stack"] == stack
         assert record["sysctls"]["net.sctp.rto_initial"] == "3000"
         assert record["sysctls"]["net.sctp.rto_min"] == "1000"
+        # TCP's 3 s initial RTO (tests/core/test_initial_rto.py shows the SYN retried after
+        # 3 s): ftpd and ftpc of the published tcp runs ran in its cgroup
+        timer = record.get("tcp_initial_rto")
+        if (row["variant"], stack) == ("tcp", "published"):
+            assert timer and timer["ms"] == 3000 and "testbed-rto" in timer["cgroup"], record
+        else:
+            assert timer is None, record

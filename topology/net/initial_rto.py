@@ -158,11 +158,15 @@ class InitialRto:
 
     def wrap(self, argv: list[str]) -> list[str]:
         """argv run from inside this cgroup: a shell joins it, then execs argv (and its
-        children stay in it)."""
+        children stay in it). A Mininet node (and `ip netns exec`) has a mount namespace of
+        its own with a fresh /sys and no cgroup2 there: the shell mounts the one hierarchy
+        where the node lacks it, inside the node's namespace only."""
         if self._cgroup_fd is None:
             raise RuntimeError("InitialRto.wrap outside its `with` block")
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup / "cgroup.procs"),
-                *argv]
+        script = ('[ -e "$2" ] || mount -t cgroup2 cgroup2 "$1" || exit 97; '
+                  'echo $$ > "$2" && shift 2 && exec "$@"')
+        return ["sh", "-c", script, "initial-rto", str(self.parent),
+                str(self.cgroup / "cgroup.procs"), *argv]
 
     def __enter__(self) -> InitialRto:
         try:
