@@ -40,11 +40,12 @@ packages=(
   # setuptools and wheel: the editable install builds without reaching PyPI)
   python3 python3-pytest python3-yaml python3-scipy python3-matplotlib python3-venv
   python3-setuptools python3-wheel git
-  # the report test opens the HTML report in a headless browser
-  chromium
 )
 if [ "$test_tools" -eq 1 ]; then
   packages+=(
+    # the report test opens the HTML report in a headless browser (about 110 MB to fetch:
+    # the main job does not need it)
+    chromium
     # deployment to the emulated nodes over SSH (the nodes' sshd runs inside the pinned kernel)
     ansible ansible-lint openssh-server openssh-client
     # the container image: built and run daemonless, from a locally bootstrapped base
