@@ -134,7 +134,9 @@ def png_pixels(data: bytes) -> tuple[int, int, set[bytes]]:
 
 def test_report_renders_in_headless_chromium(results_copy, tmp_path):
     chromium = shutil.which("chromium")
-    assert chromium, "chromium is missing: make setup-test installs it (docker/setup.sh --test-tools)"
+    assert chromium, (
+        "chromium is missing: make setup-test installs it (docker/setup.sh --test-tools)"
+    )
     html_file = make_report(results_copy)
     shot = tmp_path / "report.png"
     profile = tmp_path / "chromium-profile"
