@@ -19,7 +19,7 @@ from typing import Any
 
 from topology.kernel.base import REPO_ROOT
 
-from ..harness import spec
+from ..harness import spec, wall_profile
 from ..harness.coordinator import Harness
 from ..harness.ledger import Ledger
 
@@ -51,6 +51,7 @@ def measure(experiment: spec.Experiment, workers: int) -> dict[str, Any]:
         Harness(experiment, workers=workers, ledger=ledger).run()
         wall = time.monotonic() - started
         records = list(ledger.finished().values())
+        profile = wall_profile.profile(ledger.work)
     sessions = sum(r.get("client_wall_s", 0.0) for r in records)
     phases: dict[str, list[float]] = {}
     for record in records:
@@ -59,7 +60,8 @@ def measure(experiment: spec.Experiment, workers: int) -> dict[str, Any]:
     return {"experiment": experiment.name, "workers": workers, "runs": len(records),
             "wall_s": wall, "client_sessions_s": sessions,
             "overhead_share": 1 - sessions / (workers * wall),
-            "mean_phase_s": {k: fmean(v) for k, v in phases.items()}}
+            "mean_phase_s": {k: fmean(v) for k, v in phases.items()},
+            "wall_profile": profile.as_dict(), "_profile": profile}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     speedup = results[1]["wall_s"] / results[2]["wall_s"]
     report = {"results": results, "parallel_speedup_2_over_1": speedup,
               "target_overhead_share": 0.05}
+    profiles = [r.pop("_profile") for r in results]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"{'experiment':<12} {'workers':>7} {'runs':>5} {'wall s':>8} {'sessions s':>11} "
@@ -89,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         phases = ", ".join(f"{k} {v:.2f}" for k, v in r["mean_phase_s"].items())
         print(f"mean seconds per run ({r['experiment']}, {r['workers']} workers): {phases}")
+    for r, profile in zip(results, profiles, strict=True):
+        print(f"\nwall-time profile: {r['experiment']}, {r['workers']} workers")
+        for line in wall_profile.table(profile):
+            print(line)
     print(f"written to {args.out}")
     return 0
 

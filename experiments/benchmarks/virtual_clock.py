@@ -44,7 +44,7 @@ from typing import Any
 from topology.kernel import wake_latency
 from topology.kernel.uml_virtual import virtual_kernel
 
-from ..harness import spec
+from ..harness import spec, wall_profile
 from ..harness.coordinator import Harness, PointState
 from ..harness.ledger import RESULTS_ROOT, Ledger
 from ..harness.spec import Experiment
@@ -197,7 +197,10 @@ def e1_one_repetition(workers: int, real_overhead_s: float, boot_s: float) -> di
     failed = sorted(k for k, r in records.items() if r["status"] != "ok")
     boots = boot_s * len(experiment.network.entries)
     real_serial = sum(sessions) + len(records) * real_overhead_s + boots
+    profile = wall_profile.profile(result["ledger"].work)
     return {"runs": len(records), "failed": failed, "clock": result["meta"].get("clock"),
+            "wall_profile": profile.as_dict(),
+            "wall_profile_table": list(wall_profile.table(profile)),
             "virtual_wall_s": result["wall_s"], "workers": workers,
             "sessions_virtual_s": sum(sessions),
             "real_projected_serial_s": real_serial,
@@ -276,6 +279,9 @@ def run(workers: int, batches: int, with_e1: bool, output: Path) -> dict[str, An
               f"workers: {e1['virtual_wall_s'] / 3600:.2f} h in virtual time; the same runs in "
               f"real time: {e1['real_projected_workers_s'] / 3600:.1f} h "
               f"(speed-up {e1['speedup']:.0f}x)")
+        print("E1's wall-time profile (virtual clock):")
+        for line in e1["wall_profile_table"]:
+            print(f"  {line}")
     print(f"written to {output}")
     return report
 

@@ -6,6 +6,7 @@
   testbed validate EXP                    check the file, run nothing
   testbed plan EXP [--json]               the points and what the first round runs
   testbed tables EXP                      rebuild runs.csv, summary.csv, matrix.json, meta.json
+  testbed profile EXP                     where the wall time went, by phase (wall_profile.py)
   testbed assign|bundle|merge EXP ...     fan an experiment out over hosts (fanout.py)"""
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from topology.kernel import BACKEND_NAMES, BackendError
 from topology.params import ParameterError
 
-from . import fanout, launch, merge, slurm, spec
+from . import fanout, launch, merge, slurm, spec, wall_profile
 from .analyze import AnalysisError
 from .coordinator import Harness, HarnessError
 from .ledger import RESULTS_ROOT, Ledger
@@ -65,6 +66,11 @@ def add_commands(command: Command) -> None:
     _experiment_arguments(command("tables", "rebuild runs.csv, summary.csv, matrix.json and "
                                             "meta.json from the finished runs",
                                   "testbed tables multistream"))
+    _experiment_arguments(command("profile", "where an experiment's wall time went, by phase "
+                                             "(boot, topology, per-run set-up, transfer, stop, "
+                                             "analysis), from its ledger; writes "
+                                             "wall-profile.json beside its tables",
+                                  "testbed profile smoke"))
     fanout.add_commands(command, _experiment_arguments)
 
 
@@ -145,7 +151,23 @@ def handle(args: argparse.Namespace) -> int:
         from . import tables
         print(tables.write(experiment, harness.ledger, harness.states()))
         return 0
+    if args.command == "profile":
+        return show_profile(harness.ledger.root)
     started = time.monotonic()
     out = harness.run()
-    print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}")
+    written, profile = wall_profile.write(harness.ledger.root)
+    print(f"{experiment.name}: done in {time.monotonic() - started:.0f} s; results in {out}; "
+          f"{100 * profile.harness_share:.0f}% of the wall time was not the transfers "
+          f"(testbed profile {experiment.name}: by phase)")
+    return 0
+
+
+def show_profile(root: Path) -> int:
+    if not (root / ".work" / wall_profile.COORDINATOR).exists():
+        raise HarnessError(f"{root} has no record of its wall time: run the experiment with "
+                           "this version of the harness first")
+    written, profile = wall_profile.write(root)
+    for line in wall_profile.table(profile):
+        print(line)
+    print(f"written to {written}")
     return 0

@@ -9,17 +9,18 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from topology.kernel import metadata, open_backend
 from topology.kernel.uml import stop_all
 
 from .. import stats
 from ..workloads.base import Point, WorkloadError
-from . import forecast, launch, slurm, tables
+from . import forecast, launch, slurm, stamps, tables
 from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
 from .profiles import sysctls_for
@@ -27,6 +28,7 @@ from .progress import Progress
 from .spec import Experiment
 
 MAX_FAILURES_PER_POINT = 3
+T = TypeVar("T")
 
 
 class HarnessError(RuntimeError):
@@ -111,18 +113,27 @@ class Harness:
         self.prepared = self.workload.prepare(self.experiment, self.ledger.data)
         round_number = 0
         while True:
-            states = self.states()
+            states = self.timed("analysis", self.states)
             orders = self.next_round(states)
             if not orders:
                 break
             round_number += 1
             before = len(self.ledger.finished())
-            self.execute(orders, f"round {round_number}")
+            self.timed(f"round {round_number}", self.execute, orders, f"round {round_number}")
             self.refuse_mixed_kernels()
             if len(self.ledger.finished()) == before:
                 raise HarnessError(f"round {round_number} finished no run; the kernel's "
                                    f"console logs are under {self.ledger.work}")
-        return tables.write(self.experiment, self.ledger, self.states())
+        return self.timed("tables", tables.write, self.experiment, self.ledger, states)
+
+    def timed(self, step: str, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)`, its wall time kept in the ledger for the wall-time profile."""
+        started = time.time()
+        try:
+            return work(*args)
+        finally:
+            stamps.coordinator_step(self.ledger.work, self.host, step, started, time.time(),
+                                    self.workers)
 
     # -- planning ---------------------------------------------------------------------------
     def states(self) -> dict[str, PointState]:
@@ -279,6 +290,7 @@ class Harness:
         batch_file = self.ledger.work / f"{tag}.json"
         batch_file.write_text(json.dumps({
             "runs": runs, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
+            "marks_file": str(stamps.marks_file(batch_file)),
             "provenance": {"host": self.host, "testbed": self.testbed(),
                            "container": metadata.container()}}))
         return batch_file

@@ -29,6 +29,20 @@ from ..procedure import RunFailure
 RECORD = "result.json"
 
 
+class Marks:
+    """Where the batch is, one line per step appended to the batch's marks file the moment it
+    is reached. The host stamps each line with its own clock as it appears (launch.py): inside
+    a virtual-time kernel this process's clock is the kernel's, so only the host can say how
+    much wall time each step took."""
+
+    def __init__(self, path: str | None) -> None:
+        self.out = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+
+    def __call__(self, step: str, run: str = "") -> None:
+        if self.out is not None:
+            self.out.write(json.dumps({"step": step, "run": run}) + "\n")
+
+
 def write_record(run_dir: Path, record: dict[str, Any]) -> None:
     partial = run_dir / (RECORD + ".tmp")
     partial.write_text(json.dumps(record, indent=1))
@@ -47,7 +61,7 @@ def shapes(links: dict[str, dict[str, Any]]) -> dict[str, LinkShape]:
     return {direction: LinkShape.from_dict(shape) for direction, shape in links.items()}
 
 
-def execute(net: Topology, run: dict[str, Any]) -> dict[str, Any]:
+def execute(net: Topology, run: dict[str, Any], marks: Marks | None = None) -> dict[str, Any]:
     run_dir = Path(run["dir"])
     if run_dir.exists():
         shutil.rmtree(run_dir)  # a half-finished attempt counts for nothing
@@ -63,6 +77,8 @@ def execute(net: Topology, run: dict[str, Any]) -> dict[str, Any]:
         now = time.monotonic()
         phases[phase] = now - last[0]
         last[0] = now
+        if marks is not None:
+            marks(phase, run["id"])
 
     try:
         net.set_links(shapes(run["links"]))
@@ -84,6 +100,8 @@ def execute(net: Topology, run: dict[str, Any]) -> dict[str, Any]:
     record["ended"] = time.time()
     record["sysctls"] = run["sysctls"]
     write_record(run_dir, record)
+    if marks is not None:
+        marks("record", run["id"])
     return record
 
 
@@ -122,19 +140,27 @@ def structure(run: dict[str, Any]) -> str:
 
 def main(batch_file: str) -> int:
     batch = json.loads(Path(batch_file).read_text())
+    marks = Marks(batch.get("marks_file"))
+    marks("started")
     collected = {**metadata.collect(), **batch.get("provenance", {}),
                  "topology_build_s": [], "link_checks": []}
+    marks("metadata")
     # the runs arrive longest first; runs of one structure share one build of it
     ordered = sorted(batch["runs"], key=structure)
     for _, group in groupby(ordered, key=structure):
         runs = list(group)
         with build({**runs[0]["topology"], "links": runs[0]["links"]}) as net:
             collected["topology_build_s"].append(net.timings_s["build"])
+            marks("topology")
             collected["link_checks"] += link_checks(net, runs)
             Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
+            marks("link_checks")
             for run in runs:
-                record = execute(net, run)
+                record = execute(net, run, marks)
                 print(json.dumps({"id": run["id"], "status": record["status"]}), flush=True)
+            marks("last_run")
+        marks("topology_stop")
+    marks("ended")
     return 0
 
 

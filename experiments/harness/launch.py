@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from topology.kernel import BackendError, metadata, open_backend
+
+from . import stamps
 
 PYTHON = "/usr/bin/python3"
 KERNEL_MEMORY = "640M"          # downloads of a session are held in the kernel's tmpfs
@@ -25,12 +28,19 @@ def timeout_s(runs: list[dict]) -> float:
 def run_batch_file(batch_file: Path, kernel: str | None) -> str | None:
     """Boots a kernel for the batch and waits for it; None when it ran to its end, else why
     not. The runs it finished are in the ledger either way."""
+    stamper = stamps.Stamper(stamps.marks_file(batch_file))
+    launched = time.time()
+    stamper.start()
     try:
-        result = open_backend(kernel, memory=KERNEL_MEMORY).run(
+        backend = open_backend(kernel, memory=KERNEL_MEMORY)
+        result = backend.run(
             [PYTHON, "-m", "experiments.harness.kernel_batch", str(batch_file)],
             timeout_s=timeout_s(json.loads(batch_file.read_text())["runs"]))
     except BackendError as error:
         return str(error)
+    finally:
+        stamper.stop()
+    stamps.write(batch_file, launched, time.time(), stamper, result.timings_s, result.clock)
     batch_file.with_suffix(".log").write_text(result.stdout + result.stderr)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-8:])
