@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import gzip
 import itertools
 import os
@@ -122,8 +123,11 @@ def measured_hz(window_s: float = 0.5) -> int:
     return min(STANDARD_HZ, key=lambda hz: abs(hz - measured))
 
 
+@functools.cache
 def kernel_hz() -> int:
-    """The kernel's HZ (jiffies per second), which the sock_ops reply is counted in."""
+    """The kernel's HZ (jiffies per second), which the sock_ops reply is counted in. Asked once
+    per process: it is fixed at the kernel's build, and measuring it costs half a second,
+    which a batch would otherwise pay on every TCP run of the published stack."""
     return configured_hz() or measured_hz()
 
 
