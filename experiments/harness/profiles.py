@@ -17,6 +17,11 @@ TCP_PROFILES: dict[str, dict[str, str]] = {
     # The fairness study's hosts (E3): Reno congestion control with SACK, as ns-2's Sack1 agent.
     "tcp-sack-reno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "1",
                       "net.ipv4.tcp_dsack": "0"},
+    # TCP as the multi-socket FTP study's hosts had it (E5): Reno, no SACK, and no window
+    # scaling (RFC 1323 was not yet deployed), so one connection's window stops at 64 KB
+    # whatever the buffers: the cap that parallel connections work around.
+    "tcp-reno-64k": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
+                     "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "0"},
     # The modern Linux default: CUBIC with SACK.
     "tcp-linux": {"net.ipv4.tcp_congestion_control": "cubic", "net.ipv4.tcp_sack": "1",
                   "net.ipv4.tcp_dsack": "1"},
