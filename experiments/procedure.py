@@ -366,10 +366,11 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie of a process that was our child counts as ended
+    # a zombie of a process that was our child counts as ended; the process may also be reaped
+    # between the open and the read of its stat file (ESRCH from the read)
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
 
 
