@@ -167,11 +167,7 @@ static int connect_port(struct session *s, struct xp_conn *data) {
  * readable - its end, a reset, stray bytes - means it is no longer usable:
  * it is closed and the client must set up a new one. */
 static int persistent_usable(struct session *s) {
-  struct pollfd f;
-  f.fd = s->pdata.fd;
-  f.events = POLLIN;
-  f.revents = 0;
-  if (sys_poll(&f, 1, 0) == 0) {
+  if (xp_readable_now(&s->pdata) == 0) {
     return 1;
   }
   log_line("FAIL block mode data connection: closed or unusable");
