@@ -34,6 +34,7 @@ void fclient_begin(struct fclient *f, enum variant v, const uint8_t *data,
   c.proto = v == V_TCP ? XP_TCP : XP_SCTP;
   memxp_begin(data, size, &c);
   f->cl.o = &f->o;
+  f->cl.data.fd = -1;
   f->cl.proto = c.proto;
   f->cl.timeout_ms = 1000;
   if (addr_parse_hostport(f->o.host, 21, &f->cl.server) != 0 ||
