@@ -281,6 +281,50 @@ def test_client_dropping_the_data_connection_mid_file_gets_426(ftpd, tree):
     assert s.alive() and "FAIL send" in s.logtext()
 
 
+def test_abor_mid_file_resets_the_kept_connection(ftpd, tree):
+    """ABOR during a block-mode transfer: 426 and 226 as in stream mode; the blocks cannot
+    be resynchronised, so the kept connection goes too."""
+    s = ftpd()
+    c = Ctl(s.port)
+    data = login_block(c)
+    assert c.cmd("RETR big1.bin")[0] == 150            # 3 MB, left unread
+    recv_exact(data, 3)
+    assert c.cmd("ABOR")[0] == 426
+    assert c.reply()[0] == 226
+    data.settimeout(10)
+    with pytest.raises(ConnectionResetError):
+        while data.recv(1 << 20):
+            pass
+    assert c.cmd("RETR s000.dat")[0] == 425
+    assert c.cmd("QUIT")[0] == 221
+    c.close()
+    data.close()
+    assert s.alive()
+
+
+def test_mode_s_closes_the_kept_connection(ftpd, tree):
+    _, sums = tree
+    s = ftpd()
+    c = Ctl(s.port)
+    data = login_block(c)
+    assert c.cmd("NLST")[0] == 150
+    read_transfer(data)
+    assert c.reply()[0] == 226
+    assert c.cmd("MODE S")[0] == 200
+    data.settimeout(5)
+    assert data.recv(1) == b""
+    data.close()
+    stream = c.pasv()                                   # stream mode: FIN ends the file
+    assert c.cmd("RETR s002.dat")[0] == 150
+    body = b""
+    while chunk := stream.recv(65536):
+        body += chunk
+    assert c.reply()[0] == 226
+    assert hashlib.sha256(body).hexdigest() == sums["s002.dat"]
+    c.close()
+    stream.close()
+
+
 def test_kept_connection_closed_between_transfers_gets_425(ftpd, tree):
     s = ftpd()
     c = Ctl(s.port)
