@@ -195,6 +195,23 @@ def test_block_framing_and_reuse_on_the_wire(ftpd, tree):
     c.close()
 
 
+def test_pipelined_commands_in_one_write_are_answered_in_order(ftpd, tree):
+    """cmdio's buffering over a TCP control connection: a burst of SIZE, RETR, a refused
+    RETR and NOOP in one write is answered in order, and the data follows in that order."""
+    root, sums = tree
+    s = ftpd()
+    c = Ctl(s.port)
+    data = login_block(c)
+    c.send("SIZE s000.dat\r\nSIZE s001.dat\r\nRETR s000.dat\r\nRETR nothere\r\n"
+           "RETR s001.dat\r\nNOOP\r\n")
+    codes = [c.reply()[0] for _ in range(8)]
+    assert codes == [213, 213, 150, 226, 550, 150, 226, 200]
+    for name in ("s000.dat", "s001.dat"):
+        assert hashlib.sha256(read_transfer(data)[0]).hexdigest() == sums[name], name
+    c.close()
+    data.close()
+
+
 def test_empty_file_is_one_empty_eof_block(ftpd, tree, tmp_path):
     root, _ = tree
     (root / "empty.dat").write_bytes(b"")
