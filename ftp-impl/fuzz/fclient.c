@@ -15,7 +15,7 @@ void fclient_init(void) {
 }
 
 static const char *const variant_names[] = {"tcp", "sctp-naive", "sctp-ms",
-                                            "sctp-ms-cp"};
+                                            "sctp-ms-cp", "tcp-pipelined"};
 
 void fclient_begin(struct fclient *f, enum variant v, const uint8_t *data,
                    size_t size, const struct memxp_cfg *cfg) {
@@ -31,9 +31,10 @@ void fclient_begin(struct fclient *f, enum variant v, const uint8_t *data,
   f->o.timeout_s = 1;
   f->o.chunk = 4096;
   xp_opts_default(&f->o.xp);
-  c.proto = v == V_TCP ? XP_TCP : XP_SCTP;
+  c.proto = v == V_TCP || v == V_TCP_PIPELINED ? XP_TCP : XP_SCTP;
   memxp_begin(data, size, &c);
   f->cl.o = &f->o;
+  f->cl.data.fd = -1;
   f->cl.proto = c.proto;
   f->cl.timeout_ms = 1000;
   if (addr_parse_hostport(f->o.host, 21, &f->cl.server) != 0 ||
@@ -44,6 +45,9 @@ void fclient_begin(struct fclient *f, enum variant v, const uint8_t *data,
 }
 
 void fclient_end(struct fclient *f) {
+  if (f->cl.data.fd >= 0) {
+    xp_close(&f->cl.data);
+  }
   ctrl_close(&f->cl.cc);
   memxp_end();
   tree_outdir_clear();

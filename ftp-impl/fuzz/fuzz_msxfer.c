@@ -1,14 +1,18 @@
-/* fuzz_msxfer.c - the client's multistream engine (msxfer.c), sctp-ms and
- * sctp-ms-cp: SIZE and RETR pipelining, the 150 byte counts, stream-1
- * bytes claimed in command order (kept while their 150 is still to come),
- * listings ended by the message end, replies overtaking data, uploads
- * (ALLO, STOR, the bytes on stream 1).
+/* fuzz_msxfer.c - the client's pipelined engine (msxfer.c), sctp-ms,
+ * sctp-ms-cp and tcp-pipelined: SIZE and RETR pipelining, the 150 byte
+ * counts, data claimed in command order (kept while their 150 is still to
+ * come), listings ended by the message end or the EOF block, replies
+ * overtaking data, uploads (ALLO, STOR, the bytes on stream 1 or in
+ * blocks).
  *
- * In: byte 0 settings (memxp_cfg_from_byte; the transport is always SCTP),
- * byte 1: bit 0 pipelined (sctp-ms-cp), bits 1-2 the job: 0 get a.dat
- * b.dat c.dat, 1 get a.dat, 2 NLST, 3 put a local file of 10 bytes; bit 3
- * a get skips the names refused with 550 (mget) instead of failing; then
- * the server's side (memxp.h: stream-0 replies, 0x01 lines on stream 1).
+ * In: byte 0 settings (memxp_cfg_from_byte; the transport is SCTP, or TCP
+ * in block mode), byte 1: bit 0 pipelined (sctp-ms-cp), bits 1-2 the job:
+ * 0 get a.dat b.dat c.dat, 1 get a.dat, 2 NLST, 3 put a local file of 10
+ * bytes; bit 3 a get skips the names refused with 550 (mget) instead of
+ * failing; bit 4 tcp-pipelined (MODE B and PASV first, then the job, its
+ * data as blocks in the one data message); then the server's side
+ * (memxp.h: stream-0 replies, 0x01 lines on stream 1 or the data
+ * connection).
  * Out: nothing; aborts when a finished get left a .part file, or a name
  * neither complete nor counted as skipped. */
 #include <fcntl.h>
@@ -20,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blockdata.h"
 #include "fclient.h"
 #include "tree.h"
 
@@ -72,7 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct memxp_cfg cfg;
   struct fclient f;
   struct buf listing;
-  int pipelined, job, skip;
+  int pipelined, job, skip, block;
+  enum variant v;
   if (size < 2) {
     return 0;
   }
@@ -80,8 +86,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pipelined = data[1] & 1;
   job = (data[1] >> 1) & 3;
   skip = (data[1] >> 3) & 1;
-  fclient_begin(&f, pipelined ? V_SCTP_MS_CP : V_SCTP_MS, data + 2, size - 2,
-                &cfg);
+  block = (data[1] >> 4) & 1;
+  v = block ? V_TCP_PIPELINED : pipelined ? V_SCTP_MS_CP : V_SCTP_MS;
+  pipelined = pipelined || block;
+  fclient_begin(&f, v, data + 2, size - 2, &cfg);
+  if (block && bd_open(&f.cl) != 0) {
+    fclient_end(&f);
+    return 0;
+  }
   switch (job) {
   case 0:
   case 1:
@@ -94,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)ms_list(&f.cl, "NLST", "", &listing);
     buf_free(&listing);
     break;
-  default: (void)ms_put(&f.cl, upload); break;
+  default: (void)(block ? bd_put(&f.cl, upload) : ms_put(&f.cl, upload)); break;
   }
   fclient_end(&f);
   return 0;

@@ -1,6 +1,6 @@
 /* client.h - the state of one ftpc session, shared by the command driver
- * (ftpc.c), the classic data-connection transfers (xfer.c) and the
- * multistream engine (msxfer.c). */
+ * (ftpc.c), the classic data-connection transfers (xfer.c), the pipelined
+ * engine (msxfer.c) and the block-mode data connection (blockdata.c). */
 #ifndef FTP_CLIENT_H
 #define FTP_CLIENT_H
 
@@ -18,9 +18,11 @@ struct client {
   double t_nlst_150; /* first 150 reply to NLST (0: none yet) */
   double t_last_226; /* latest 226 reply */
   char last_226_cmd[16];
-  char error[512]; /* why the session failed */
-  int refused;     /* the last failed transfer got 550 before any data */
-  size_t skipped;  /* names an mget skipped (refused with 550) */
+  char error[512];     /* why the session failed */
+  int refused;         /* the last failed transfer got 550 before any data */
+  size_t skipped;      /* names an mget skipped (refused with 550) */
+  struct xp_conn data; /* tcp-pipelined: the one block-mode data connection
+                        * of the session (fd -1 until opened) */
 };
 
 /* Failure helper: set cl->error, return -1. */
@@ -36,8 +38,12 @@ int xfer_list(struct client *cl, const char *cmd, const char *arg,
               struct buf *out);
 int xfer_get(struct client *cl, const char *remote);
 int xfer_put(struct client *cl, const char *local);
+/* PASV (IPv4) or EPSV, and connect to the control peer's address. */
+int xfer_passive(struct client *cl, struct xp_conn *conn);
 
-/* Multistream (sctp-ms, sctp-ms-cp): data on stream 1 of the association. */
+/* The pipelined engine (msxfer.c): sctp-ms and sctp-ms-cp with data on
+ * stream 1 of the association, tcp-pipelined with data in blocks on
+ * cl->data. */
 int ms_list(struct client *cl, const char *cmd, const char *arg,
             struct buf *out);
 /* SIZE then RETR for each name; pipelined = sctp-ms-cp; skip: a 550 to

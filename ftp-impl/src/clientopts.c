@@ -11,19 +11,21 @@
 #include "str.h"
 
 static const char usage_text[] =
-    "usage: ftpc --variant tcp|sctp-naive|sctp-ms|sctp-ms-cp [options] "
-    "HOST[:PORT]\n"
+    "usage: ftpc --variant tcp|sctp-naive|sctp-ms|sctp-ms-cp|tcp-pipelined\n"
+    "            [options] HOST[:PORT]\n"
     "            COMMAND [ARGS] [COMMAND [ARGS]...]\n"
     "commands: ls [DIR] | dir [DIR] | get FILE | mget PATTERN | put FILE\n"
     "options:\n"
     "  --out DIR             where downloads go (default .)\n"
-    "  --active              PORT/EPRT instead of PASV/EPSV\n"
+    "  --active              PORT/EPRT instead of PASV/EPSV (not with\n"
+    "                        tcp-pipelined)\n"
     "  --bind ADDR           local address of the control and data "
     "connections\n"
     "                        (SCTP then lists only ADDR in its associations)\n"
     "  --user NAME --pass P  login (default anonymous)\n"
     "  --timeout S           longest wait without progress (default 60)\n"
-    "  --chunk BYTES         upload message size on stream 1 (default 65536)\n"
+    "  --chunk BYTES         upload message size on stream 1, upload write\n"
+    "                        size in blocks (default 65536)\n"
     "  --nodelay 0|1 --sack-delay MS --sack-freq N --sctp-rto-min MS\n"
     "  --sctp-rto-initial MS --sctp-rto-max MS --sndbuf B --rcvbuf B\n"
     "Events go to stdout as JSON lines; errors to stderr; exit 0 only if all\n"
@@ -63,9 +65,10 @@ static void set_bind(struct copts *o, const char *a) {
 }
 
 static void set_variant(struct copts *o, const char *v) {
-  static const char *names[] = {"tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"};
+  static const char *names[] = {"tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp",
+                                "tcp-pipelined"};
   int i;
-  for (i = 0; i < 4; i++) {
+  for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
     if (strcmp(v, names[i]) == 0) {
       o->variant = (enum variant)i;
       copy_arg(o->variant_name, sizeof o->variant_name, v);
@@ -160,14 +163,26 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   o->cmds = argv + optind + 1;
   o->ncmds = argc - optind - 1;
   o->xp.io_timeout_s = o->timeout_s;
+  /* its one data connection is opened once, at login, by the client */
+  if (o->active && o->variant == V_TCP_PIPELINED) {
+    usage_exit("--active does not go with tcp-pipelined");
+  }
 }
 
 const struct addr *copts_bind(const struct copts *o) {
   return o->has_bind ? &o->bind_addr : NULL;
 }
 
-int copts_sctp(const struct copts *o) { return o->variant != V_TCP; }
+int copts_sctp(const struct copts *o) {
+  return o->variant != V_TCP && o->variant != V_TCP_PIPELINED;
+}
 
 int copts_ms(const struct copts *o) {
   return o->variant == V_SCTP_MS || o->variant == V_SCTP_MS_CP;
+}
+
+int copts_block(const struct copts *o) { return o->variant == V_TCP_PIPELINED; }
+
+int copts_pipelined(const struct copts *o) {
+  return o->variant == V_SCTP_MS_CP || o->variant == V_TCP_PIPELINED;
 }

@@ -6,7 +6,7 @@
 
 #include "transport.h"
 
-enum variant { V_TCP, V_SCTP_NAIVE, V_SCTP_MS, V_SCTP_MS_CP };
+enum variant { V_TCP, V_SCTP_NAIVE, V_SCTP_MS, V_SCTP_MS_CP, V_TCP_PIPELINED };
 
 struct copts {
   enum variant variant;
@@ -31,5 +31,9 @@ const struct addr *copts_bind(const struct copts *o);
 /* The variant uses SCTP / streams? */
 int copts_sctp(const struct copts *o);
 int copts_ms(const struct copts *o);
+/* tcp-pipelined: MODE B on one persistent TCP data connection. */
+int copts_block(const struct copts *o);
+/* The variant sends SIZE for every file at once and RETRs as they come. */
+int copts_pipelined(const struct copts *o);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blockmode.h"
 #include "cmdio.h"
 #include "datapump.h"
 #include "ftpcodes.h"
@@ -13,12 +14,24 @@
 #include "sysutil.h"
 #include "tunables.h"
 
-void dataio_reset(struct session *s) {
+static void drop_listener(struct session *s) {
   if (s->pasv_fd >= 0) {
     sys_close(s->pasv_fd);
     s->pasv_fd = -1;
   }
   s->port_set = 0;
+}
+
+void dataio_drop_persistent(struct session *s) {
+  if (s->pdata.fd >= 0) {
+    log_line("CLOSE block mode data connection");
+    xp_close(&s->pdata);
+  }
+}
+
+void dataio_reset(struct session *s) {
+  drop_listener(s);
+  dataio_drop_persistent(s);
 }
 
 void dataio_pasv(struct session *s, int extended) {
@@ -149,6 +162,32 @@ static int connect_port(struct session *s, struct xp_conn *data) {
   return 0;
 }
 
+/* MODE B: the connection kept from an earlier transfer must still be
+ * quiet.  Between transfers the client sends nothing on it, so anything
+ * readable - its end, a reset, stray bytes - means it is no longer usable:
+ * it is closed and the client must set up a new one. */
+static int persistent_usable(struct session *s) {
+  if (xp_readable_now(&s->pdata) == 0) {
+    return 1;
+  }
+  log_line("FAIL block mode data connection: closed or unusable");
+  xp_abort(&s->pdata);
+  return 0;
+}
+
+static int reuse_persistent(struct session *s, struct xp_conn *data,
+                            const char *what, uint64_t count) {
+  if (!persistent_usable(s)) {
+    (void)cmdio_reply(s, FTP_BADSENDCONN,
+                      "Block mode data connection lost; use PASV or PORT.");
+    return -1;
+  }
+  *data = s->pdata;
+  return cmdio_reply(s, FTP_DATACONN,
+                     "Reusing block mode data connection for %s (%llu bytes).",
+                     what, (unsigned long long)count);
+}
+
 int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
                  uint64_t count) {
   data->fd = -1;
@@ -157,6 +196,9 @@ int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
     return cmdio_reply(s, FTP_DATACONN,
                        "Opening data stream 1 for %s (%llu bytes).", what,
                        (unsigned long long)count);
+  }
+  if (s->block_mode && s->pdata.fd >= 0) {
+    return reuse_persistent(s, data, what, count);
   }
   if (s->pasv_fd < 0 && !s->port_set) {
     (void)cmdio_reply(s, FTP_BADSENDCONN, "Use PORT or PASV first.");
@@ -176,12 +218,16 @@ int dataio_begin(struct session *s, struct xp_conn *data, const char *what,
     }
     return -1;
   }
-  dataio_reset(s);
+  drop_listener(s);
+  if (s->block_mode) {
+    s->pdata = *data;
+  }
   if (cmdio_reply(s, FTP_DATACONN,
                   "Opening %s mode data connection for %s (%llu bytes).",
                   s->type_ascii ? "ASCII" : "BINARY", what,
                   (unsigned long long)count) != 0) {
     xp_close(data);
+    s->pdata.fd = -1;
     return -1;
   }
   return 0;
@@ -199,7 +245,9 @@ static struct xp_conn *channel(struct session *s, struct xp_conn *data) {
  * got marks the end of a transfer that never finished. Stream-1 transfers
  * end by byte count on the control association. */
 static int await_delivery(struct session *s, struct xp_conn *data) {
-  if (s->multistream) {
+  /* MODE B: the connection stays open, so nothing is orphaned; the 226
+   * follows once the kernel has taken the transfer's last block. */
+  if (s->multistream || s->block_mode) {
     return 0;
   }
   if (xp_close_delivered(data, tunables.data_timeout_s) != 0) {
@@ -261,44 +309,90 @@ int dataio_send_buf(struct session *s, struct xp_conn *data, const char *p,
   return await_delivery(s, data);
 }
 
+/* Multistream: exactly count bytes from stream 1. */
+static int recv_stream1(struct session *s, char *block, size_t cap, int fd,
+                        uint64_t count, uint64_t *got) {
+  while (*got < count) {
+    size_t n = 0;
+    if (cmdio_recv(s, block, (size_t)(count - *got < cap ? count - *got : cap),
+                   &n, tunables.data_timeout_s * 1000) <= 0) {
+      return -1;
+    }
+    if (n > 0 && sys_write_all(fd, block, n) != 0) {
+      return -2;
+    }
+    *got += n;
+  }
+  return 0;
+}
+
+/* A data connection of its own: everything up to its orderly end. */
+static int recv_to_end(struct xp_conn *data, char *block, size_t cap, int fd,
+                       uint64_t *got) {
+  for (;;) {
+    unsigned sid;
+    int eor;
+    ssize_t r = xp_recv(data, block, cap, &sid, &eor);
+    if (r <= 0) {
+      return r == 0 ? 0 : -1;
+    }
+    if (sys_write_all(fd, block, (size_t)r) != 0) {
+      return -2;
+    }
+    *got += (size_t)r;
+  }
+}
+
+/* One block-mode upload: blocks up to and including the EOF block.  The
+ * client may send nothing after it before this transfer's 226, so bytes
+ * beyond it (a desynchronised stream), a descriptor other than data/EOF
+ * and the connection's end before EOF all fail the upload. */
+static int recv_blocks(struct xp_conn *data, char *block, size_t cap, int fd,
+                       uint64_t *got) {
+  struct blk_dec d;
+  blk_reset(&d);
+  while (d.state == BLK_MORE) {
+    unsigned sid;
+    int eor;
+    size_t off = 0;
+    ssize_t r = xp_recv(data, block, cap, &sid, &eor);
+    if (r <= 0) {
+      log_line("FAIL block mode upload: %s after %llu bytes",
+               r == 0 ? "connection closed" : strerror(errno),
+               (unsigned long long)*got);
+      return -1;
+    }
+    while (off < (size_t)r && d.state == BLK_MORE) {
+      const char *p;
+      size_t n;
+      off += blk_decode(&d, block + off, (size_t)r - off, &p, &n);
+      if (n > 0 && sys_write_all(fd, p, n) != 0) {
+        return -2;
+      }
+      *got += n;
+    }
+    if (d.state == BLK_BAD || off < (size_t)r) {
+      log_line("FAIL block mode upload: %s", d.state == BLK_BAD
+                                                 ? "bad block descriptor"
+                                                 : "bytes after the EOF block");
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int dataio_recv_fd(struct session *s, struct xp_conn *data, int fd,
                    uint64_t count, uint64_t *got) {
   size_t cap = 1u << 20;
   char *block = sys_malloc(cap);
-  int rc = 0;
+  int rc;
   *got = 0;
-  for (;;) {
-    size_t n = 0;
-    if (s->multistream) {
-      int r;
-      if (*got >= count) {
-        break;
-      }
-      r = cmdio_recv(s, block,
-                     (size_t)(count - *got < cap ? count - *got : cap), &n,
-                     tunables.data_timeout_s * 1000);
-      if (r <= 0) {
-        rc = -1;
-        break;
-      }
-    } else {
-      unsigned sid;
-      int eor;
-      ssize_t r = xp_recv(data, block, cap, &sid, &eor);
-      if (r < 0) {
-        rc = -1;
-        break;
-      }
-      if (r == 0) {
-        break;
-      }
-      n = (size_t)r;
-    }
-    if (n > 0 && sys_write_all(fd, block, n) != 0) {
-      rc = -2;
-      break;
-    }
-    *got += n;
+  if (s->multistream) {
+    rc = recv_stream1(s, block, cap, fd, count, got);
+  } else if (s->block_mode) {
+    rc = recv_blocks(data, block, cap, fd, got);
+  } else {
+    rc = recv_to_end(data, block, cap, fd, got);
   }
   free(block);
   return rc;
@@ -306,6 +400,14 @@ int dataio_recv_fd(struct session *s, struct xp_conn *data, int fd,
 
 void dataio_end(struct session *s, struct xp_conn *data, int ok,
                 const char *failure) {
+  if (s->block_mode && s->pdata.fd >= 0) {
+    /* kept for the next transfer; after a failure the peer cannot tell
+     * where the next block starts, so it goes */
+    if (!ok) {
+      xp_abort(&s->pdata);
+    }
+    data->fd = -1;
+  }
   if (data->fd >= 0) {
     if (ok) {
       xp_close(data);

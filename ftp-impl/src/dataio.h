@@ -1,6 +1,7 @@
 /* dataio.h - the server's data channel: PASV/EPSV listeners, PORT/EPRT
- * connections (TCP and SCTP-naive), and stream 1 of the control
- * association in multistream mode.  Every transfer is
+ * connections (TCP and SCTP-naive), the one persistent TCP connection of
+ * MODE B (blocks, RFC 959 3.4.2) and stream 1 of the control association
+ * in multistream mode.  Every transfer is
  *   dataio_begin (150) -> dataio_send_* / dataio_recv_fd -> dataio_end (226).
  */
 #ifndef FTP_DATAIO_H
@@ -14,8 +15,11 @@
 void dataio_pasv(struct session *s, int extended);
 /* PORT/EPRT target, already parsed: refuses (and logs) third addresses. */
 void dataio_port(struct session *s, const struct addr *a, const char *cmd);
-/* Forget any PASV listener or PORT target. */
+/* Forget any PASV listener or PORT target, and close a MODE B data
+ * connection kept open. */
 void dataio_reset(struct session *s);
+/* Close a MODE B data connection kept open (MODE S, the session's end). */
+void dataio_drop_persistent(struct session *s);
 
 /* Open the data channel and send "150 <what> (<count> bytes)."  On failure
  * the reply is already sent and -1 returned.  data->fd is -1 in MS mode. */

@@ -3,10 +3,12 @@
 #include "datapump.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
+#include "blockmode.h"
 #include "cmdio.h"
 #include "logging.h"
 #include "sysutil.h"
@@ -22,13 +24,87 @@ struct pump {
   uint64_t count;
   uint64_t done;
   int watch_ctrl; /* 0 once the next command is known not to be ABOR */
+  /* MODE B: every send is (the rest of) one block, header and payload,
+   * built in `frame` from the file or buffer; `done` counts payload bytes
+   * framed so far. */
+  int block;
+  char *frame;
+  size_t flen, foff;
+  int last_framed; /* the EOF block is in `frame` (or sent) */
 };
+
+/* Read exactly n bytes of the file.  -1 with errno ENODATA if it is
+ * shorter than announced. */
+static int read_full(int fd, char *p, size_t n) {
+  while (n > 0) {
+    ssize_t rc = sys_read(fd, p, n);
+    if (rc < 0) {
+      return -1;
+    }
+    if (rc == 0) {
+      errno = ENODATA;
+      return -1;
+    }
+    p += rc;
+    n -= (size_t)rc;
+  }
+  return 0;
+}
+
+/* The next block: header and at most one write's worth of payload. */
+static int fill_frame(struct pump *p) {
+  size_t n = blk_payload(p->count - p->done, tunables.chunk);
+  int last = p->done + n == p->count;
+  char *payload = p->frame + BLK_HEADER;
+  if (p->fd >= 0) {
+    if (read_full(p->fd, payload, n) != 0) {
+      return -1;
+    }
+  } else if (n > 0) {
+    memcpy(payload, p->buf + p->done, n);
+  }
+  blk_header((unsigned char *)p->frame, n, last);
+  p->flen = BLK_HEADER + n;
+  p->foff = 0;
+  p->done += n;
+  p->last_framed = last;
+  return 0;
+}
+
+/* Block mode: hand the kernel what it takes of the current block. */
+static int push_block(struct pump *p) {
+  ssize_t rc;
+  if (p->foff == p->flen && fill_frame(p) != 0) {
+    return -1;
+  }
+  do {
+    rc = send(p->data->fd, p->frame + p->foff, p->flen - p->foff,
+              MSG_NOSIGNAL | MSG_DONTWAIT);
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) {
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+  p->foff += (size_t)rc;
+  return rc > 0;
+}
+
+static int more_to_send(const struct pump *p) {
+  if (p->block) {
+    return !p->last_framed || p->foff < p->flen;
+  }
+  return p->done < p->count;
+}
 
 /* Hand the kernel what it takes now.  1 progress, 0 no room, -1 error. */
 static int push(struct pump *p) {
-  uint64_t want = p->count - p->done;
-  size_t n = want > PUMP_PIECE ? PUMP_PIECE : (size_t)want;
+  uint64_t want;
+  size_t n;
   ssize_t rc;
+  if (p->block) {
+    return push_block(p);
+  }
+  want = p->count - p->done;
+  n = want > PUMP_PIECE ? PUMP_PIECE : (size_t)want;
   do {
     rc = p->fd >= 0 ? sendfile(p->data->fd, p->fd, NULL, n)
                     : send(p->data->fd, p->buf + p->done, n,
@@ -63,7 +139,7 @@ static enum pump_result run(struct pump *p) {
   if (first != PUMP_DONE) {
     return first;
   }
-  while (p->done < p->count) {
+  while (more_to_send(p)) {
     struct pollfd f[2];
     int rc;
     f[0].fd = p->data->fd;
@@ -115,11 +191,17 @@ enum pump_result pump_send(struct session *s, struct xp_conn *data, int fd,
   p.buf = buf;
   p.count = count;
   p.watch_ctrl = 1;
+  p.block = s->block_mode;
+  if (p.block) {
+    p.frame = sys_malloc(BLK_HEADER + BLK_MAX);
+  }
   if (sys_set_nonblock(data->fd, 1) != 0) {
     log_line("FAIL send: fcntl: %s", strerror(errno));
+    free(p.frame);
     return PUMP_FAILED;
   }
   r = run(&p);
+  free(p.frame);
   /* blocking again: the lingering close after the transfer needs it */
   if (sys_set_nonblock(data->fd, 0) != 0 && r == PUMP_DONE) {
     log_line("FAIL send: fcntl: %s", strerror(errno));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockdata.h"
 #include "client.h"
 #include "events.h"
 #include "sysutil.h"
@@ -80,13 +81,17 @@ static int login(struct client *cl) {
                          r.text);
     }
   }
-  return 0;
+  return copts_block(cl->o) ? bd_open(cl) : 0;
+}
+
+/* The variants whose transfers go through the pipelined engine. */
+static int engine(const struct client *cl) {
+  return copts_ms(cl->o) || copts_block(cl->o);
 }
 
 static int list(struct client *cl, const char *cmd, const char *arg,
                 struct buf *out) {
-  return copts_ms(cl->o) ? ms_list(cl, cmd, arg, out)
-                         : xfer_list(cl, cmd, arg, out);
+  return engine(cl) ? ms_list(cl, cmd, arg, out) : xfer_list(cl, cmd, arg, out);
 }
 
 /* Split a listing into lines (CR LF or LF). Returns the count. */
@@ -190,8 +195,8 @@ void client_skip(struct client *cl, const char *name) {
  * reported and skipped; any other failure ends the session. */
 static int get_files(struct client *cl, char **names, size_t n, int skip) {
   size_t i;
-  if (copts_ms(cl->o)) {
-    return ms_get(cl, names, n, cl->o->variant == V_SCTP_MS_CP, skip);
+  if (engine(cl)) {
+    return ms_get(cl, names, n, copts_pipelined(cl->o), skip);
   }
   for (i = 0; i < n; i++) {
     if (xfer_get(cl, names[i]) == 0) {
@@ -319,7 +324,9 @@ static int run_commands(struct client *cl) {
     } else if (strcmp(verb, "mget") == 0) {
       rc = do_mget(cl, arg);
     } else if (strcmp(verb, "put") == 0) {
-      rc = copts_ms(cl->o) ? ms_put(cl, arg) : xfer_put(cl, arg);
+      rc = copts_ms(cl->o)      ? ms_put(cl, arg)
+           : copts_block(cl->o) ? bd_put(cl, arg)
+                                : xfer_put(cl, arg);
     } else {
       return client_fail(cl, "unknown command %s", verb);
     }
@@ -364,6 +371,7 @@ int main(int argc, char **argv) {
   memset(&cl, 0, sizeof cl);
   cl.o = &o;
   cl.cc.c.fd = -1;
+  cl.data.fd = -1;
   cl.proto = copts_sctp(&o) ? XP_SCTP : XP_TCP;
   cl.timeout_ms = o.timeout_s * 1000;
   ev_begin(&e, "session_start");
@@ -387,6 +395,9 @@ int main(int argc, char **argv) {
     }
   }
   finish_events(&cl, ok);
+  if (cl.data.fd >= 0) {
+    xp_close(&cl.data);
+  }
   ctrl_close(&cl.cc);
   if (!ok) {
     fprintf(stderr, "ftpc: %s\n", cl.error);

@@ -1,5 +1,7 @@
-/* msxfer.c - the multistream engine (sctp-ms, sctp-ms-cp).  One SCTP
- * association; commands and replies on stream 0, all data on stream 1.
+/* msxfer.c - the pipelined engine: sctp-ms and sctp-ms-cp (one SCTP
+ * association; commands and replies on stream 0, all data on stream 1) and
+ * tcp-pipelined (commands and replies on the TCP control connection, all
+ * data in RFC 959 blocks on one TCP data connection, blockdata.c).
  *
  * Stream-1 bytes belong to the transfers in the order their commands were
  * sent.  A file's bytes are claimed only once its 150 reply (which carries
@@ -7,7 +9,13 @@
  * then they wait in `unclaimed`.  A listing ends at the end of its SCTP
  * message (MSG_EOR) - or at once when its 150 says 0 bytes.  A reply on
  * stream 0 may overtake data sent before it on stream 1, so a transfer is
- * complete when both its final reply and all its bytes have arrived. */
+ * complete when both its final reply and all its bytes have arrived.
+ *
+ * tcp-pipelined: the data connection carries the transfers back to back,
+ * each ending with its EOF block.  It is read only while the transfer at
+ * the head has its 150 (or was refused and is passed over), so what is not
+ * yet claimed waits in the kernel, and a file ends at its EOF block, whose
+ * byte count must then equal the 150's. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "blockdata.h"
 #include "client.h"
 #include "localfile.h"
 #include "sysutil.h"
@@ -49,6 +58,8 @@ struct engine {
   int skip; /* mget: a 550 before any data skips the name */
   struct buf unclaimed;
   int failed;
+  int block;        /* tcp-pipelined */
+  struct bd_in bin; /* its data connection's bytes */
 };
 
 static int eng_fail(struct engine *g, const char *fmt, ...)
@@ -91,8 +102,8 @@ static void route(struct engine *g) {
       g->head++; /* refused: no data for it */
       continue;
     }
-    if (it->size < 0) {
-      return; /* wait for its 150 */
+    if (it->size < 0 || g->block) {
+      return; /* wait for its 150; in blocks, for its EOF block */
     }
     want = (uint64_t)it->size - it->sink.got;
     take = g->unclaimed.len < want ? g->unclaimed.len : (size_t)want;
@@ -209,7 +220,8 @@ static int on_transfer_reply(struct engine *g, const struct reply *r) {
                       r->text);
     }
     it->size = (int64_t)bytes;
-    if (it->is_list && bytes == 0 && !it->data_done && head_item(g) == it) {
+    if (!g->block && it->is_list && bytes == 0 && !it->data_done &&
+        head_item(g) == it) {
       (void)item_finish_data(g, it);
     }
     route(g);
@@ -272,11 +284,94 @@ static size_t count_done(const struct engine *g) {
   return d;
 }
 
+/* Block mode: the transfer that may take data now - the head, once its
+ * 150 is in; refused ones get no blocks and are passed over.  NULL: none. */
+static struct item *block_head(struct engine *g) {
+  struct item *it;
+  while ((it = head_item(g)) != NULL && it->final_code >= 300) {
+    g->head++;
+  }
+  return it != NULL && it->size >= 0 ? it : NULL;
+}
+
+static int block_take(struct engine *g, struct item *it, const char *p,
+                      size_t n, int last) {
+  if (!it->is_list && n > (uint64_t)it->size - it->sink.got) {
+    return eng_fail(g, "%s: more bytes than the 150 announced (%lld)", it->name,
+                    (long long)it->size);
+  }
+  if (n > 0 && sink_write(&it->sink, p, n, g->bin.t) != 0) {
+    return eng_fail(g, "%s: local write failed or listing too large", it->name);
+  }
+  return last ? item_finish_data(g, it) : 0;
+}
+
+/* Hand the data connection's buffered bytes to the transfers they are for. */
+static int block_feed(struct engine *g) {
+  struct item *it;
+  while (!g->failed && (it = block_head(g)) != NULL) {
+    const char *p;
+    size_t n;
+    int last, rc = bd_in_next(g->cl, &g->bin, &p, &n, &last);
+    if (rc <= 0) {
+      g->failed = rc < 0;
+      break;
+    }
+    if (block_take(g, it, p, n, last) != 0) {
+      return -1;
+    }
+  }
+  return g->failed ? -1 : 0;
+}
+
+/* Block mode: wait for a reply or, while a transfer can take them, data
+ * bytes.  Replies first: a 150 is stamped before the data after it. */
+static int block_wait(struct engine *g, int timeout_ms) {
+  struct pollfd f[2];
+  int rc;
+  f[0].fd = g->cl->cc.c.fd;
+  f[0].events = POLLIN;
+  f[1].fd = block_head(g) != NULL ? g->cl->data.fd : -1;
+  f[1].events = POLLIN;
+  f[0].revents = f[1].revents = 0;
+  rc = sys_poll(f, 2, timeout_ms);
+  if (rc <= 0) {
+    return eng_fail(
+        g, "%s", rc == 0 ? "timeout waiting for the server" : strerror(errno));
+  }
+  if (f[0].revents != 0 && ctrl_pump(&g->cl->cc, 0) < 0) {
+    return eng_fail(g, "%s", g->cl->cc.error);
+  }
+  if (f[1].revents != 0) {
+    if (bd_in_read(g->cl, &g->bin) < 0) {
+      g->failed = 1;
+      return -1;
+    }
+    return block_feed(g);
+  }
+  return 0;
+}
+
+/* Wait for progress: replies (and, multistream, stream-1 bytes through
+ * on_data) or block-mode data. */
+static int wait_input(struct engine *g, int timeout_ms) {
+  if (g->block) {
+    return block_wait(g, timeout_ms);
+  }
+  if (ctrl_pump(&g->cl->cc, timeout_ms) < 0) {
+    return eng_fail(g, "%s", g->cl->cc.error);
+  }
+  return 0;
+}
+
 /* Run until every item is complete: data all in and final reply seen. */
 static int run(struct engine *g) {
   int64_t deadline = sys_mono_ms() + g->cl->timeout_ms;
   while (!g->failed && (g->done = count_done(g)) < g->n) {
     if (start_sizes(g) != 0) {
+      return -1;
+    }
+    if (g->block && block_feed(g) != 0) {
       return -1;
     }
     /* Commands queued while handling a burst of replies go out together,
@@ -292,11 +387,14 @@ static int run(struct engine *g) {
       if (handle_reply(g, &r) != 0) {
         return -1;
       }
-    } else if (ctrl_pump(&g->cl->cc, sys_ms_left(deadline)) < 0) {
-      return eng_fail(g, "%s", g->cl->cc.error);
+    } else if (wait_input(g, sys_ms_left(deadline)) != 0) {
+      return -1;
     } else {
       deadline = sys_mono_ms() + g->cl->timeout_ms;
     }
+  }
+  if (!g->failed && g->block && bd_in_check_end(g->cl, &g->bin) != 0) {
+    g->failed = 1;
   }
   return g->failed ? -1 : 0;
 }
@@ -317,6 +415,11 @@ static void engine_init(struct engine *g, struct client *cl, size_t n,
     g->items[i].size = -1;
   }
   buf_init(&g->unclaimed, UNCLAIMED_MAX);
+  g->block = copts_block(cl->o);
+  if (g->block) {
+    bd_in_init(&g->bin);
+    return;
+  }
   cl->cc.on_data = on_data;
   cl->cc.data_ctx = g;
 }
@@ -331,6 +434,9 @@ static void engine_free(struct engine *g) {
   free(g->items);
   free(g->order);
   buf_free(&g->unclaimed);
+  if (g->block) {
+    bd_in_free(&g->bin);
+  }
   g->cl->cc.on_data = NULL;
   g->cl->cc.data_ctx = NULL;
 }

@@ -92,6 +92,31 @@ static void cmd_type(struct session *s, const char *arg) {
   }
 }
 
+/* MODE S (stream) and MODE B (block, RFC 959 3.4.2: the tcp-pipelined
+ * variant).  Block mode keeps one TCP data connection for the session, so
+ * it needs TCP, and multistream has no data connections at all; compressed
+ * mode (E) is not implemented.  Leaving block mode closes the connection it
+ * kept: in stream mode the end of a connection is the end of the data. */
+static void cmd_mode(struct session *s, const char *arg) {
+  if (str_eq_nocase(arg, "S")) {
+    if (s->block_mode) {
+      dataio_drop_persistent(s);
+    }
+    s->block_mode = 0;
+    (void)cmdio_reply(s, FTP_MODEOK, "Mode set to S.");
+  } else if (!str_eq_nocase(arg, "B")) {
+    log_line("REFUSED MODE %.32s", arg);
+    (void)cmdio_reply(s, FTP_BADMODE, "Bad MODE command.");
+  } else if (s->ctrl.proto != XP_TCP || s->multistream) {
+    log_line("REFUSED MODE B: %s control connection%s",
+             xp_proto_name(s->ctrl.proto), s->multistream ? ", MSTREAM" : "");
+    (void)cmdio_reply(s, FTP_BADMODE, "MODE B needs a TCP control connection.");
+  } else {
+    s->block_mode = 1;
+    (void)cmdio_reply(s, FTP_MODEOK, "Mode set to B.");
+  }
+}
+
 static int no_data_conn_in_ms(struct session *s) {
   if (s->multistream) {
     (void)cmdio_reply(
@@ -444,11 +469,7 @@ static int simple_command(struct session *s, const char *cmd, const char *arg) {
   } else if (strcmp(cmd, "TYPE") == 0) {
     cmd_type(s, arg);
   } else if (strcmp(cmd, "MODE") == 0) {
-    if (str_eq_nocase(arg, "S")) {
-      (void)cmdio_reply(s, FTP_MODEOK, "Mode set to S.");
-    } else {
-      (void)cmdio_reply(s, FTP_BADMODE, "Bad MODE command.");
-    }
+    cmd_mode(s, arg);
   } else if (strcmp(cmd, "STRU") == 0) {
     if (str_eq_nocase(arg, "F")) {
       (void)cmdio_reply(s, FTP_STRUOK, "Structure set to F.");

@@ -19,6 +19,7 @@ void session_init(struct session *s, const struct xp_conn *ctrl) {
   memset(s, 0, sizeof *s);
   s->ctrl = *ctrl;
   s->pasv_fd = -1;
+  s->pdata.fd = -1;
   s->cwd[0] = '/';
   buf_init(&s->in, (size_t)tunables.max_line + (1u << 20));
 }

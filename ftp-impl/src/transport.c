@@ -413,6 +413,16 @@ int xp_quickack(const struct xp_conn *c) {
   return sys_setsockopt_int(c->fd, IPPROTO_TCP, TCP_QUICKACK, 1);
 }
 
+int xp_readable_now(const struct xp_conn *c) {
+  struct pollfd f;
+  int rc;
+  f.fd = c->fd;
+  f.events = POLLIN;
+  f.revents = 0;
+  rc = sys_poll(&f, 1, 0);
+  return rc < 0 ? -1 : rc > 0;
+}
+
 int xp_error(const struct xp_conn *c) {
   int err = 0;
   if (sys_getsockopt_int(c->fd, SOL_SOCKET, SO_ERROR, &err) != 0) {

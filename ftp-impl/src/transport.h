@@ -75,6 +75,9 @@ int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
  * (pingpong) mode of delayed ACKs (TCP_QUICKACK; Linux clears it again, so
  * call it after every read).  SCTP: nothing (see SCTP_DELAYED_SACK). */
 int xp_quickack(const struct xp_conn *c);
+/* Is anything readable now - bytes, the peer's end, an error?  1 yes, 0 the
+ * connection is quiet, -1 poll failed.  Never waits. */
+int xp_readable_now(const struct xp_conn *c);
 /* The socket's pending error (SO_ERROR, cleared by reading it); 0: none. */
 int xp_error(const struct xp_conn *c);
 /* No more sends (TCP FIN / SCTP SHUTDOWN). */

@@ -34,7 +34,7 @@ static int expect(struct client *cl, int code, struct reply *r) {
   return 0;
 }
 
-static int open_passive(struct client *cl, struct dchan *d) {
+int xfer_passive(struct client *cl, struct xp_conn *conn) {
   struct reply r;
   struct addr a = cl->server;
   int port;
@@ -65,7 +65,7 @@ static int open_passive(struct client *cl, struct dchan *d) {
   /* Always the control peer's address: never follow a 227 elsewhere. */
   addr_set_port(&a, port);
   if (xp_connect(cl->proto, &a, copts_bind(cl->o), &cl->o->xp, cl->timeout_ms,
-                 &d->conn) != 0) {
+                 conn) != 0) {
     return client_fail(cl, "cannot open data connection: %s", strerror(errno));
   }
   return 0;
@@ -291,7 +291,7 @@ static int transfer(struct client *cl, struct job *j) {
   int rc;
   d.conn.fd = -1;
   d.lfd = -1;
-  rc = cl->o->active ? open_active(cl, &d) : open_passive(cl, &d);
+  rc = cl->o->active ? open_active(cl, &d) : xfer_passive(cl, &d.conn);
   if (rc == 0) {
     rc = run_job(cl, &d, j);
   }

@@ -1,7 +1,8 @@
 """Runs INSIDE the pinned kernel (see test_sctp_kernel.py): the path topology (client 10.0.1.1,
 router, server 10.0.2.1), ftpd on the server serving WORK/root over TCP and SCTP, ftpc of
-every variant on the client, each run captured on the client's interface. Every step goes
-through experiments/procedure.py on the nodes (`node.popen`), as the harness's runs do.
+every variant on the client (and a probe of MODE B over SCTP, mode_probe.py), each run
+captured on the client's interface. Every step goes through experiments/procedure.py on the
+nodes (`node.popen`), as the harness's runs do.
 Everything lands in WORK for the host-side tests (checksums, tshark); job.json holds the exit
 statuses and the server's state.
 
@@ -24,7 +25,8 @@ from topology.net.path import PathTopology
 from topology.params import LinkShape
 
 CLIENT_IF = "client-eth0"
-VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
+VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined")
+MODE_PROBE = Path(__file__).with_name("mode_probe.py")
 # Short SCTP timers, so that lost handshakes under 10% loss cost little.
 KNOBS = ["--sctp-rto-min", "100", "--sctp-rto-initial", "300", "--sctp-rto-max", "2000"]
 CLIENT_TIMEOUT_S = 60       # ftpc's stall limit
@@ -105,6 +107,19 @@ class Job:
             self.stop_capture(name, capture)
         self.log(f"run {name} done rc={self.state['rc'][name]}")
 
+    def mode_probe(self) -> None:
+        """MODE B asked over an SCTP control association (tcp-pipelined is TCP only)."""
+        name = "mode-b-sctp"
+        try:
+            self.state["rc"][name] = procedure.run(
+                self.client.popen, [sys.executable, str(MODE_PROBE), SERVER_IP,
+                                    str(procedure.FTP_PORT)],
+                self.work / f"{name}.json", self.work / f"err-{name}.txt", RUN_LIMIT_S)
+        except procedure.RunFailure as failure:
+            self.state["rc"][name] = None
+            self.state["failures"][name] = str(failure)
+        self.log(f"run {name} done rc={self.state['rc'][name]}")
+
     def killed_client(self, variant: str) -> None:
         """The client killed with unread data: its kernel aborts the association."""
         name = f"kill-{variant}"
@@ -147,10 +162,15 @@ def main(bin_dir: str, work_dir: str) -> int:
             for variant in VARIANTS:
                 job.session(f"skip-{variant}", variant, "mget", "mixed/*")
 
+            job.mode_probe()
+
             # 10% loss in both directions, drawn on the router.
             path.set_both(LinkShape(loss=0.1))
             for variant in VARIANTS:
                 job.session(f"loss-{variant}", variant, "mget", "loss/*")
+            # tcp-pipelined's acceptance: the small and the big set under loss too
+            job.session("loss-small-tcp-pipelined", "tcp-pipelined", "mget", "small/*.dat")
+            job.session("loss-big-tcp-pipelined", "tcp-pipelined", "mget", "big/*.bin")
             path.set_both(LinkShape())
 
             # Associations aborted mid-file, on a link slow enough (40 Mbit/s from the server)

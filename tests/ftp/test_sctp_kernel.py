@@ -1,6 +1,7 @@
-"""All four variants inside the pinned kernel (SCTP exists only there), on the path topology
+"""All five variants inside the pinned kernel (SCTP exists only there), on the path topology
 (client, router, server): mget of 100 small and of 3 large files, byte-identical; connections
-and associations counted in real pcaps; 10% loss; associations aborted mid-file. One kernel
+and associations counted in real pcaps; 10% loss; associations aborted mid-file; MODE B
+refused over SCTP. One kernel
 boot per build runs everything (sctp_job.py, through experiments/procedure.py); the tests
 below check what it left behind."""
 import json
@@ -18,7 +19,7 @@ from tests.ftp import ftphelp
 from tests.ftp.kernel import run_job
 from topology.net.addresses import CLIENT_IP, SERVER_IP
 
-VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"]
+VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined"]
 JOB = Path(__file__).with_name("sctp_job.py")
 N_SMALL, N_BIG, N_LOSS = 100, 3, 20
 
@@ -136,7 +137,7 @@ def test_connections_in_pcap(job, variant):
         tcp, sctp = opened(work / f"{name}.pcap")
         per_transfer = nfiles + 2          # control + NLST + one per file
         expected = {"tcp": (per_transfer, 0), "sctp-naive": (0, per_transfer),
-                    "sctp-ms": (0, 1), "sctp-ms-cp": (0, 1)}[variant]
+                    "sctp-ms": (0, 1), "sctp-ms-cp": (0, 1), "tcp-pipelined": (2, 0)}[variant]
         assert (tcp, sctp) == expected, name
 
 
@@ -149,11 +150,13 @@ def test_multistream_uses_two_streams(job, variant):
 
 def test_pipelining_sends_sizes_before_replies(job):
     work, _ = job
-    ev = events(work, "small-sctp-ms-cp")
-    sizes = [e for e in ev if e["event"] == "command" and e["cmd"] == "SIZE"]
-    first_retr = next(i for i, e in enumerate(ev) if e["event"] == "command" and e["cmd"] == "RETR")
-    assert len(sizes) == N_SMALL
-    assert all(ev.index(s) < first_retr for s in sizes)   # all SIZEs before any RETR
+    for variant in ("sctp-ms-cp", "tcp-pipelined"):
+        ev = events(work, f"small-{variant}")
+        sizes = [e for e in ev if e["event"] == "command" and e["cmd"] == "SIZE"]
+        first_retr = next(i for i, e in enumerate(ev)
+                          if e["event"] == "command" and e["cmd"] == "RETR")
+        assert len(sizes) == N_SMALL
+        assert all(ev.index(s) < first_retr for s in sizes)   # all SIZEs before any RETR
     seq = events(work, "small-sctp-ms")
     cmds = [e["cmd"] for e in seq if e["event"] == "command" and e["cmd"] in ("SIZE", "RETR")]
     assert cmds == ["SIZE", "RETR"] * N_SMALL              # strictly one file at a time
@@ -164,7 +167,40 @@ def test_under_10_percent_loss(job, variant):
     work, sums = job
     check_run(work, sums, f"loss-{variant}", "loss", N_LOSS + 1)
     tcp, sctp = opened(work / f"loss-{variant}.pcap")
-    assert (tcp + sctp) == (1 if "ms" in variant else N_LOSS + 3)
+    one_data = {"sctp-ms": 1, "sctp-ms-cp": 1, "tcp-pipelined": 2}
+    assert (tcp + sctp) == one_data.get(variant, N_LOSS + 3)
+
+
+def test_tcp_pipelined_under_loss_small_and_big(job):
+    """The acceptance sets (100 x 10 kB, 3 x 1 MB) at 10% loss, still over one data
+    connection each."""
+    work, sums = job
+    check_run(work, sums, "loss-small-tcp-pipelined", "small", N_SMALL)
+    check_run(work, sums, "loss-big-tcp-pipelined", "big", N_BIG)
+    for name in ("loss-small-tcp-pipelined", "loss-big-tcp-pipelined"):
+        assert opened(work / f"{name}.pcap") == (2, 0), name
+
+
+def test_tcp_pipelined_opens_one_data_connection(job):
+    """Two SYNs from the client per tcp-pipelined session (control + the one data
+    connection, after a single PASV); tcp opens a data connection per file and listing."""
+    work, _ = job
+    for name, nfiles in (("small", N_SMALL), ("big", N_BIG)):
+        assert opened(work / f"{name}-tcp-pipelined.pcap") == (2, 0)
+        assert opened(work / f"{name}-tcp.pcap") == (nfiles + 2, 0)
+        cmds = [e["cmd"] for e in events(work, f"{name}-tcp-pipelined")
+                if e["event"] == "command"]
+        assert cmds.count("PASV") + cmds.count("EPSV") == 1 and "MODE" in cmds
+
+
+def test_mode_b_is_refused_over_sctp(job):
+    work, _ = job
+    assert rc(work, "mode-b-sctp") == 0, (work / "err-mode-b-sctp.txt").read_text()
+    replies = json.loads((work / "mode-b-sctp.json").read_text())["replies"]
+    assert replies == [["", 220], ["USER anonymous", 331], ["PASS probe@", 230],
+                       ["TYPE I", 200], ["MODE B", 504], ["OPTS MSTREAM ON", 200],
+                       ["MODE B", 504], ["MODE E", 504], ["MODE S", 200], ["QUIT", 221]]
+    assert "REFUSED MODE B: sctp control connection" in (work / "ftpd.log").read_text()
 
 
 @pytest.mark.parametrize("variant", ["sctp-naive", "sctp-ms"])

@@ -155,6 +155,10 @@ def test_ftpc_against_vsftpd(bindir, tree, tmp_path):
             assert r.returncode == 0, r.stderr + r.stdout
             for name in [n for n in sums if n.startswith("s00")] + ["big0.bin"]:
                 assert ftphelp.sha256(out / name) == sums[name]
+        # vsftpd has no block mode: tcp-pipelined stops at MODE B, saying so
+        r = ftphelp.run_ftpc(bindir, "--variant", "tcp-pipelined", "--out", tmp_path,
+                             f"127.0.0.1:{port}", "mget", "s00*.dat")
+        assert r.returncode == 1 and "server refused block mode: 504" in r.stderr, r.stderr
     finally:
         proc.terminate()
         proc.wait(10)
