@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from experiments.tshark import TsharkError
 from experiments.tshark.transport import time_sequence
+from experiments.workloads.ftp_mget import transport_of
 from experiments.workloads.ftp_phases import read_phases, read_stalls
 
 from .. import html
@@ -81,7 +82,7 @@ def build_figures(generic: ResultSet, log_scale: bool = False,
     panels = []
     for run in chosen:
         pcap = results.root / run["pcap"]
-        transport = "tcp" if run["key"].variant == "tcp" else "sctp"
+        transport = transport_of(run["key"].variant)
         try:
             seq = time_sequence(pcap, transport)
         except (TsharkError, OSError) as error:

@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from experiments.tshark.transport import TimeSequence  # noqa: E402
+from experiments.workloads.ftp_mget import TCP_VARIANTS  # noqa: E402
 
 from .points import FtpResults, size_label  # noqa: E402
 
@@ -28,6 +29,7 @@ SERIES_STYLE: dict[str, dict[str, str]] = {
     "sctp-naive": {"color": "#d62728", "marker": "s"},
     "sctp-ms": {"color": "#2ca02c", "marker": "^"},
     "sctp-ms-cp": {"color": "#9467bd", "marker": "D"},
+    "tcp-pipelined": {"color": "#ff7f0e", "marker": "v"},
 }
 LINESTYLES = ("-", "--", ":", "-.")
 COUNTERS = (("connections", "connections / associations opened"),
@@ -40,7 +42,7 @@ def _style(series: str, index: int) -> dict[str, Any]:
     variant = series.split(" ")[0]
     style = dict(SERIES_STYLE.get(variant, {"marker": "x"}))
     # a second TCP profile or stack profile: same colour, other dash
-    if (variant == "tcp" and "(" in series) or "[" in series:
+    if (variant in TCP_VARIANTS and "(" in series) or "[" in series:
         style["linestyle"] = LINESTYLES[index % len(LINESTYLES)]
     return style
 

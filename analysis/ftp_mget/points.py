@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.workloads.ftp_mget import TCP_VARIANTS
+
 from ..results import FINISHED, ResultSet
 
 VARIANT_ORDER = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "xftp", "tcp-pipelined")
@@ -21,9 +23,9 @@ def size_label(size: int) -> str:
 
 
 def series_label(variant: str, profile: str, stack: str = "") -> str:
-    """tcp runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do not. The
-    stack profile is named where the result set compares stacks (else it is "")."""
-    label = f"{variant} ({profile})" if variant == "tcp" else variant
+    """TCP variants' runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do
+    not. The stack profile is named where the result set compares stacks (else it is "")."""
+    label = f"{variant} ({profile})" if variant in TCP_VARIANTS else variant
     return f"{label} [{stack}]" if stack else label
 
 

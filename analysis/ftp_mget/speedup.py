@@ -17,14 +17,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from experiments.workloads.ftp_mget import TCP_VARIANTS
+
 from ..results import FINISHED
 from .points import FtpResults, Point, PointKey, series_label, size_label
 
-# (faster candidate, baseline): the speed-up of the first over the second.
+# (faster candidate, baseline): the speed-up of the first over the second. The last two are
+# the multistreaming study's argument measured: pipelining on one TCP data connection against
+# classic FTP, and SCTP's streams against that.
 COMPARISONS: tuple[tuple[str, str], ...] = (
     ("sctp-ms", "sctp-naive"),
     ("sctp-ms-cp", "sctp-ms"),
     ("sctp-naive", "tcp"),
+    ("tcp-pipelined", "tcp"),
+    ("sctp-ms-cp", "tcp-pipelined"),
 )
 COLUMNS = ["comparison", "path", "file_size", "files", "loss", "variant", "baseline",
            "baseline_profile", "mean_variant_s", "ci90_half_variant_s", "mean_baseline_s",
@@ -100,10 +106,11 @@ def speedups(results: FtpResults) -> list[SpeedUp]:
             if key.variant != candidate:
                 continue
             for other_key, other in usable.items():
-                if (other_key.variant == baseline and _same_cell(key, other_key)):
+                if (other_key.variant == baseline and _same_cell(key, other_key)
+                        and _same_tcp_profile(key, other_key)):
                     name = comparison_name(candidate, baseline,
-                                           other_key.profile if baseline == "tcp" else "",
-                                           key.stack)
+                                           other_key.profile if baseline in TCP_VARIANTS
+                                           else "", key.stack)
                     out.append(SpeedUp(name, point, other))
     paths = results.paths
     order = {name: i for i, name in enumerate(_comparison_order(results))}
@@ -113,12 +120,18 @@ def speedups(results: FtpResults) -> list[SpeedUp]:
     return out
 
 
+def _same_tcp_profile(a: PointKey, b: PointKey) -> bool:
+    """Two TCP variants compare under one TCP profile; an SCTP variant against any."""
+    return not (a.variant in TCP_VARIANTS and b.variant in TCP_VARIANTS) or a.profile == b.profile
+
+
 def _comparison_order(results: FtpResults) -> list[str]:
-    profiles = sorted({p.key.profile for p in results.points if p.key.variant == "tcp"})
     names = []
     for stack in sorted({p.key.stack for p in results.points}):
         for candidate, baseline in COMPARISONS:
-            if baseline == "tcp":
+            if baseline in TCP_VARIANTS:
+                profiles = sorted({p.key.profile for p in results.points
+                                   if p.key.variant == baseline})
                 names += [comparison_name(candidate, baseline, prof, stack)
                           for prof in profiles]
             else:

@@ -19,6 +19,7 @@ from typing import Any
 from topology.kernel import BackendError, open_backend
 from topology.kernel.base import default_results_root
 
+from ..workloads.ftp_mget import VARIANTS
 from .controller import mgmt_traffic
 
 PYTHON = "/usr/bin/python3"
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=EXAMPLE)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--variant", choices=("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"))
+    parser.add_argument("--variant", choices=VARIANTS)
     for name in ("rate", "delay", "loss", "queue"):
         parser.add_argument(f"--{name}")
     parser.add_argument("--files", type=int)

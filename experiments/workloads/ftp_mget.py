@@ -7,7 +7,7 @@
 Its keys: `metric` (top level: which interval the studies measured), and in [matrix]
 `file_sizes`, `files`, `variants`, `stacks` (the windows and timers of both transports:
 profiles.STACKS; "linux" when absent). Points: path x loss x size x variant x TCP profile (the
-profiles multiply the tcp variant only) x stack. Metrics: the transfer time read from the client's
+profiles multiply the TCP variants only) x stack. Metrics: the transfer time read from the client's
 pcap (the deciding one), with the same interval from the client's own clock as a cross-check
 (a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
 from __future__ import annotations
@@ -39,8 +39,11 @@ if TYPE_CHECKING:
     from ..tshark.ftp import ControlChannel
 
 KIND = "ftp-mget"
-VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
-LATER_VARIANTS = ("xftp", "tcp-pipelined")
+VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined")
+TCP_VARIANTS = ("tcp", "tcp-pipelined")
+# one data stream for the whole session and the commands pipelined: fewer round trips per file
+PIPELINED_VARIANTS = ("sctp-ms", "sctp-ms-cp", "tcp-pipelined")
+LATER_VARIANTS = ("xftp",)
 INTERVALS = {
     "nlst150-to-last226": "the client's receipt of the 150 reply to NLST to its receipt of the "
                           "last 226, or of the last file's last byte if that came later (E1)",
@@ -87,12 +90,12 @@ def size_label(size: int) -> str:
 
 
 def transport_of(variant: str) -> str:
-    return "tcp" if variant == "tcp" else "sctp"
+    return "tcp" if variant in TCP_VARIANTS else "sctp"
 
 
 def profile_for(variant: str, tcp_profile: str) -> str:
-    """TCP profiles apply to the tcp variant; SCTP variants run with the SCTP knobs."""
-    return tcp_profile if variant == "tcp" else SCTP_PROFILE
+    """TCP profiles apply to the TCP variants; SCTP variants run with the SCTP knobs."""
+    return tcp_profile if variant in TCP_VARIANTS else SCTP_PROFILE
 
 
 # -- the client's events and the intervals --------------------------------------------------------
@@ -241,7 +244,7 @@ class FtpMget:
         path = experiment.network.entry(point.network)
         files, size = point.get("files"), point.get("file_size")
         transfer = files * size * 8 / (0.95 * path.rate_bps)
-        round_trips = files * (2 if point.get("variant").startswith("sctp-ms") else 4)
+        round_trips = files * (2 if point.get("variant") in PIPELINED_VARIANTS else 4)
         stretch = 1 + 8 * point.loss
         return 4.0 + stretch * (transfer + round_trips * 2 * path.delay_s)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +15,8 @@ from analysis.ftp_mget.points import FtpResults, Point, PointKey
 
 def point(variant: str, mean: float, half: float) -> Point:
     return Point(PointKey("lan", 0.03, 10240, 2, variant,
-                          "tcp-newreno" if variant == "tcp" else "sctp"), 4, mean, 0.1, half,
+                          "tcp-newreno" if variant.startswith("tcp") else "sctp"), 4, mean, 0.1,
+                 half,
                  "tight")
 
 
@@ -57,3 +59,20 @@ def test_tables_from_the_result_set(tiny_results):
         assert s.low <= s.ratio <= s.high
         row = s.row()
         assert set(row) == set(speedup.COLUMNS)
+
+
+def test_tcp_pipelined_rows_compare_under_one_tcp_profile():
+    """tcp-pipelined against tcp only under the same TCP profile; sctp-ms-cp against each
+    profile's tcp-pipelined."""
+    def at(variant: str, profile: str, mean: float) -> Point:
+        return Point(PointKey("lan", 0.0, 10240, 2, variant, profile), 4, mean, 0.1, 0.05,
+                     "tight")
+    points = [at("tcp", "tcp-newreno", 4.0), at("tcp", "tcp-linux", 3.0),
+              at("tcp-pipelined", "tcp-newreno", 2.0), at("tcp-pipelined", "tcp-linux", 1.5),
+              at("sctp-ms-cp", "sctp", 1.0)]
+    results = SimpleNamespace(points=points, paths=["lan"])
+    found = {s.comparison: s.ratio for s in speedup.speedups(results)}
+    assert found == {"tcp-pipelined over tcp (tcp-newreno)": pytest.approx(2.0),
+                     "tcp-pipelined over tcp (tcp-linux)": pytest.approx(2.0),
+                     "sctp-ms-cp over tcp-pipelined (tcp-newreno)": pytest.approx(2.0),
+                     "sctp-ms-cp over tcp-pipelined (tcp-linux)": pytest.approx(1.5)}

@@ -72,7 +72,17 @@ def test_tcp_profiles_multiply_only_the_tcp_variant(tmp_path):
     assert "lan_loss0.06_10Kx3_sctp-ms_sctp_linux" in keys
 
 
+def test_tcp_profiles_multiply_tcp_pipelined_too(tmp_path):
+    experiment = spec.load(str(write(tmp_path, GOOD.replace(
+        'variants = ["tcp", "sctp-ms"]', 'variants = ["tcp-pipelined", "sctp-ms"]'))))
+    keys = {p.key for p in points(experiment)}
+    assert "lan_loss0.06_10Kx3_tcp-pipelined_tcp-linux_linux" in keys
+    assert len(keys) == 2 * (2 + 1)
+
+
 @pytest.mark.parametrize("change, key, reason", [
+    (("variants = [\"tcp\", \"sctp-ms\"]", "variants = [\"tcp\", \"xftp\"]"),
+     "matrix.variants", "'xftp' is not implemented yet"),
     (("delay = \"1ms\"", "delay = \"1ms\"\ncolour = \"red\""), "network.paths[0].colour",
      "unknown key"),
     (("[matrix]", "[matrix]\nlosses = [0.1]"), "matrix.losses", "unknown key"),
