@@ -44,6 +44,8 @@ TCP_VARIANTS = ("tcp", "tcp-pipelined")
 # one data stream for the whole session and the commands pipelined: fewer round trips per file
 PIPELINED_VARIANTS = ("sctp-ms", "sctp-ms-cp", "tcp-pipelined")
 LATER_VARIANTS = ("xftp",)
+# block mode (tcp-pipelined): ftpd's blocks carry its default --chunk (65536) less the header
+BLOCK_MODE_PAYLOAD = {"tcp-pipelined": 65536 - 3}
 INTERVALS = {
     "nlst150-to-last226": "the client's receipt of the 150 reply to NLST to its receipt of the "
                           "last 226, or of the last file's last byte if that came later (E1)",
@@ -388,7 +390,8 @@ def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
         if bounds is not None:
             settings = phases or PhaseSettings(math.inf, 0)
             summary, end = _phases(run_dir, capture, channel, kind, bounds, rto_floor_s,
-                                   client_ip, settings, row["notes"])
+                                   client_ip, settings, row["notes"],
+                                   BLOCK_MODE_PAYLOAD.get(variant))
             row["last_byte_after_226_s"] = max(0.0, end - bounds[1])
             row["transfer_time_s"] = max(end, bounds[1]) - bounds[0]
             if phases is not None:
@@ -404,13 +407,14 @@ def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
 
 def _phases(run_dir: Path, capture: Path, channel: ControlChannel, kind: str,
             bounds: tuple[float, float], rto_floor_s: float, client_ip: str,
-            settings: PhaseSettings, notes: list[str]) -> tuple[dict[str, Any], float]:
+            settings: PhaseSettings, notes: list[str], block_payload: int | None
+            ) -> tuple[dict[str, Any], float]:
     """The per-file phases' summary and the session's end: its last 226, or its last file's
     last byte where that came later."""
     from .ftp_phases import run_summary, session_phases, write_csvs
 
     slices = session_phases(capture, channel, kind, client_ip, bounds[0], settings.stall_s,
-                            rto_floor_s, settings.whole_packets)
+                            rto_floor_s, settings.whole_packets, block_payload)
     write_csvs(run_dir, slices, bounds[0])
     end = max([bounds[1], *(s.end_s for s in slices)])
     if settings.files and len(slices) != settings.files + 1:

@@ -16,6 +16,11 @@ in this order:
               exchange or SHUTDOWN, SHUTDOWN-ACK, SHUTDOWN-COMPLETE
     reply     from there to the slice's end (the 226, or its last byte if that came later)
 
+In block mode (tcp-pipelined) one data connection carries every transfer, each as blocks of a
+3-byte header and at most a write's worth of data ending with its EOF block; the transfers' byte
+ranges on it follow from the sizes their 150s announce and ftpd's block size, the connection's
+set-up falls in the first transfer's slice and its close in none.
+
 An instant the variant does not have (no data connection: sctp-ms, sctp-ms-cp) or that lies
 outside the slice (a pipelined command sent while the previous file still streamed) is moved
 to the nearest edge, so its phase is zero and the slice's sum is unchanged.
@@ -47,6 +52,7 @@ PREPARING_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "SIZE", "REST", "TYPE", "M
 DELAYED_ACK_S = 0.030   # an ack later than this after the data before it was held back
 WINDOW_WAIT = 1.25      # new data this many round trips after a prompt ack answered it
 BYTES_150 = re.compile(r"\((\d+) bytes\)")
+BLOCK_HEADER = 3        # RFC 959 block mode: descriptor byte, 16-bit count
 
 
 @dataclass
@@ -77,16 +83,20 @@ class _Source:
     first: int
     end: int
     own_connection: bool      # a data connection of its own (tcp, sctp-naive)
+    opens_connection: bool = False   # the first transfer on a kept one (block mode)
 
 
 def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_ip: str,
                    start_s: float, rtt_s: float, rto_floor_s: float,
-                   whole_packets: bool = True) -> list[Slice]:
+                   whole_packets: bool = True, block_payload: int | None = None
+                   ) -> list[Slice]:
     """The session's slices from `start_s` (the interval's start in the capture's clock).
-    `rtt_s`: the wait that counts as a stall."""
+    `rtt_s`: the wait that counts as a stall. `block_payload`: the most data bytes in one
+    block when the transfers share one block-mode data connection."""
     flows = client_flows(pcap, transport, client_ip, whole_packets)
     transfers = _transfers(channel)
-    sources = _sources(flows, transfers)
+    sources = (_block_mode_sources(flows, transfers, block_payload) if block_payload
+               else _sources(flows, transfers))
     completions = [t for code, t in channel.replies if code == 226]
     slices, edge = [], start_s
     for item, (name, first_command, size) in enumerate(transfers):
@@ -151,6 +161,25 @@ def _sources(flows: list[Flow], transfers: list[tuple[str, float, int | None]]
     return out
 
 
+def _block_mode_sources(flows: list[Flow], transfers: list[tuple[str, float, int | None]],
+                        payload: int) -> list[_Source]:
+    """The transfers' framed byte ranges on the one data connection, end to end; none when
+    the connection's bytes do not add up to them (a framing other than ftpd's)."""
+    data_flows = [f for f in flows if f.opened_s is not None
+                  and FTP_PORT not in (f.server_port, f.client_port)]
+    if len(data_flows) != 1:
+        return []
+    flow, out, offset = data_flows[0], [], 0
+    for n, (_, _, size) in enumerate(transfers):
+        if size is None:
+            break
+        framed = size + BLOCK_HEADER * max(1, -(-size // payload))
+        out.append(_Source(flow, 0, offset, offset + framed, False, opens_connection=n == 0))
+        offset += framed
+    received = max((a.offset + a.length for a in flow.arrivals), default=0)
+    return out if received == offset else []
+
+
 def _arrivals(source: _Source) -> list[tuple[float, bool]]:
     """(time, whether a retransmission) of every arrival that brought new bytes of the
     transfer."""
@@ -162,9 +191,10 @@ def _arrivals(source: _Source) -> list[tuple[float, bool]]:
 def _cut(start: float, end: float, first_command: float, source: _Source,
          arrivals: list[tuple[float, bool]]) -> dict[str, float]:
     flow = source.flow if source.own_connection else None
+    opened = source.flow if source.own_connection or source.opens_connection else None
     instants = [first_command,
-                flow.opened_s if flow else None,
-                flow.set_up_s if flow else None,
+                opened.opened_s if opened else None,
+                opened.set_up_s if opened else None,
                 arrivals[0][0] if arrivals else None,
                 arrivals[-1][0] if arrivals else None,
                 flow.last_packet(end) if flow else None]

@@ -32,7 +32,7 @@ def phases(smoke: Path, run: dict[str, str]) -> list[dict[str, str]]:
 
 
 def test_every_run_s_slices_add_up_to_its_transfer_time(smoke, runs):
-    assert len(runs) >= 48
+    assert len(runs) >= 60
     for run in runs:
         table = phases(smoke, run)
         assert [int(r["item"]) for r in table] == list(range(int(run["files"]) + 1)), run
@@ -86,13 +86,14 @@ def test_the_phases_follow_each_variant_s_design(smoke, runs):
     setup = {}
     for variant, chosen in clean.items():
         files = [row for run in chosen for row in phases(smoke, run)[1:]]
-        if variant in ("sctp-ms", "sctp-ms-cp"):
-            # one association for the session: no handshake and no teardown per file
+        if variant in ("sctp-ms", "sctp-ms-cp", "tcp-pipelined"):
+            # one association, or one block-mode data connection, for the session: no
+            # handshake and no teardown per file
             assert all(float(r["setup_s"]) == float(r["close_s"]) == 0 for r in files)
         else:
             assert all(float(r["setup_s"]) > 0 for r in files), variant
             setup[variant] = fmean(float(r["setup_s"]) for r in files)
-        if variant == "sctp-ms-cp":
+        if variant in ("sctp-ms-cp", "tcp-pipelined"):
             # pipelined: every file after the first was asked for before the previous ended
             assert all(float(r["gap_s"]) == 0 for r in files if int(r["item"]) > 1)
     # SCTP's handshake takes two round trips (INIT, INIT ACK, COOKIE ECHO, COOKIE ACK before
@@ -126,7 +127,7 @@ def test_the_report_draws_the_phases(smoke, runs, tmp_path):
     assert (report / "phases_lan.png").stat().st_size > 10_000
     assert (report / "timeline.png").stat().st_size > 10_000
     drawn = rows(report / "phases_lan.data.csv")
-    assert len(drawn) == 16
+    assert len(drawn) == 20
     for bar in drawn:
         chosen = [r for r in runs if r["variant"] == bar["series"].split(" ")[0]
                   and r["loss"] == bar["loss"] and r["file_size"] == bar["file_size"]]

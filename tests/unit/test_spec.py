@@ -62,7 +62,7 @@ def test_the_published_e1_matrix_is_complete():
         (3e6, 0.001), (1e6, 0.035), (256e3, 0.125)]
     assert e1.losses == (0.0, 0.01, 0.03, 0.06, 0.10)
     assert e1.settings.file_sizes == tuple(k * 1024 for k in (10, 50, 200, 500, 1024))
-    assert e1.settings.files == 100 and len(points(e1)) == 3 * 5 * 5 * 4
+    assert e1.settings.files == 100 and len(points(e1)) == 3 * 5 * 5 * 5
 
 
 def test_tcp_profiles_multiply_only_the_tcp_variant(tmp_path):
