@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import select
 import shutil
 import signal
@@ -52,6 +53,9 @@ from typing import Any
 Launch = Callable[..., "subprocess.Popen[bytes]"]
 STARTUP_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
+# before a run's capture stops: a pause in which tcpdump, inside a one-CPU kernel, gets to write
+# the packets it was handed last
+CAPTURE_SETTLE_S = 0.02
 # What a program run to its end may take beyond its own limit (ftpc's --timeout is a stall
 # limit, not the whole session's).
 RUN_GRACE_S = 30.0
@@ -212,12 +216,42 @@ def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
     return process.returncode
 
 
-def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0) -> None:
-    """Stop tcpdump. With `settle_s`, first wait (at most 10 s) until the capture file has not
-    grown for that long: a slow node's tcpdump may still be writing the last packets."""
+def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0
+                 ) -> dict[str, int]:
+    """Stop tcpdump; its closing counts (`capture_counts`). With `settle_s`, first wait (at
+    most 10 s) until the capture file has not grown for that long: tcpdump, if it has not been
+    scheduled since the last packets came, still has them to write, and on SIGINT it leaves
+    what it has not read."""
     if settle_s > 0:
         _settle(pcap, settle_s)
     stop(capture, signal.SIGINT)
+    said = capture.stderr.read() if capture.stderr is not None else b""
+    return capture_counts(said.decode(errors="replace"))
+
+
+def capture_counts(said: str) -> dict[str, int]:
+    """tcpdump's closing lines: packets captured (written), received by filter (the kernel
+    handed them to it) and dropped by kernel (its buffer was full); the ones it printed."""
+    counts = {}
+    for key, words in (("captured", "packets captured"), ("received", "packets received by "
+                                                          "filter"),
+                       ("dropped", "packets dropped by kernel")):
+        found = re.search(rf"(\d+) {words}", said)
+        if found:
+            counts[key] = int(found.group(1))
+    return counts
+
+
+def capture_shortfall(counts: dict[str, int]) -> str | None:
+    """Why a capture misses packets the interface carried, or None: the run's pcap is then
+    not the run, and it is redone rather than measured. (Not for loopback, where libpcap
+    itself discards the outgoing copy of each packet it was handed.)"""
+    if counts.get("dropped"):
+        return f"the capture dropped {counts['dropped']} packets (tcpdump's buffer was full)"
+    if "captured" in counts and counts["captured"] < counts.get("received", 0):
+        return (f"the capture wrote {counts['captured']} of the {counts['received']} packets "
+                "it was handed: tcpdump stopped before reading the last ones")
+    return None
 
 
 def _settle(path: Path, settle_s: float, limit_s: float = 10.0) -> None:

@@ -247,10 +247,14 @@ class BulkFlows:
             for process in [*senders.values(), *[p for _, p in receivers.values()]]:
                 procedure.stop(process)
             if capture is not None:
-                procedure.stop_capture(capture, pcap_partial)
+                record["capture"] = procedure.stop_capture(capture, pcap_partial,
+                                                           procedure.CAPTURE_SETTLE_S)
                 if pcap_partial.exists():
                     os.replace(pcap_partial, run["pcap"])
                     record["pcap"] = run["pcap"]
+        shortfall = procedure.capture_shortfall(record.get("capture", {}))
+        if shortfall:
+            raise RunFailure(shortfall)
 
     # -- on the host ---------------------------------------------------------------------------
     def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],

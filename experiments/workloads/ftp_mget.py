@@ -333,13 +333,17 @@ class FtpMget:
             mark("verify")
         finally:
             if capture is not None:
-                procedure.stop_capture(capture, pcap_partial)
+                record["capture"] = procedure.stop_capture(capture, pcap_partial,
+                                                           procedure.CAPTURE_SETTLE_S)
                 if pcap_partial.exists():
                     os.replace(pcap_partial, run["pcap"])
                     record["pcap"] = run["pcap"]
             if ftpd is not None:
                 procedure.stop(ftpd)
             shutil.rmtree(download, ignore_errors=True)
+        shortfall = procedure.capture_shortfall(record.get("capture", {}))
+        if shortfall:
+            raise RunFailure(shortfall)
 
     # -- on the host ---------------------------------------------------------------------------
     def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],

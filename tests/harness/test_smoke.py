@@ -68,6 +68,9 @@ def test_every_run_was_verified_and_timed_from_its_pcap(smoke):
         assert (smoke / run["pcap"]).is_file()
         record = json.loads((smoke / "runs" / run["run_id"] / "result.json").read_text())
         assert record["status"] == "ok" and not record["reasons"]
+        # tcpdump wrote every packet the kernel handed it, and the kernel dropped none
+        capture = record["capture"]
+        assert capture["captured"] == capture["received"] > 0 and capture["dropped"] == 0
 
 
 def test_pcap_and_client_times_agree(smoke):
@@ -83,6 +86,8 @@ def test_connections_in_the_pcap_match_the_variant(smoke):
         opened = int(run["connections"])
         if run["variant"] in ("tcp", "sctp-naive"):
             assert opened == 1 + 1 + int(run["files"]), run  # control, listing, each file
+        elif run["variant"] == "tcp-pipelined":
+            assert opened == 2, run      # control, and one block-mode data connection for all
         else:
             assert opened == 1, run                            # one association per session
         assert int(run["handshakes"]) == opened
