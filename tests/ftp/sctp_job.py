@@ -64,10 +64,10 @@ class Job:
 
     def stop_capture(self, name: str, capture: Any) -> None:
         """Once the pcap stops growing (tcpdump lags in this kernel); tcpdump's closing
-        counts go to NAME.tcpdump, checked by the tests."""
+        counts go to NAME.capture.json, checked by the tests."""
         pcap = SCRATCH / f"{name}.pcap"
-        procedure.stop_capture(capture, pcap, settle_s=0.2)
-        (self.work / f"{name}.tcpdump").write_bytes(capture.stderr.read())
+        counts = procedure.stop_capture(capture, pcap, settle_s=0.2)
+        (self.work / f"{name}.capture.json").write_text(json.dumps(counts))
         shutil.move(pcap, self.work / f"{name}.pcap")
 
     def session(self, name: str, variant: str, *commands: str,

@@ -93,10 +93,8 @@ def check_run(work, sums, name, folder, nfiles):
 def opened(pcap, by=CLIENT_IP):
     """(TCP connections, SCTP associations) opened by host `by` (default the
     client): distinct port pairs of its SYNs and INIT chunks."""
-    stats = pcap.with_suffix(".tcpdump").read_text()
-    captured = int(re.search(r"(\d+) packets captured", stats).group(1))
-    received = int(re.search(r"(\d+) packets received by filter", stats).group(1))
-    assert "0 packets dropped by kernel" in stats and captured == received, stats
+    counts = json.loads(pcap.with_suffix(".capture.json").read_text())
+    assert counts.get("dropped") == 0 and counts["captured"] == counts["received"] > 0, counts
     r = subprocess.run(["tshark", "-r", str(pcap), "-Y",
                         f"ip.src=={by} && ((tcp.flags.syn==1 && tcp.flags.ack==0)"
                         " || sctp.chunk_type==1)",
