@@ -7,7 +7,6 @@ below check what it left behind."""
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import subprocess
