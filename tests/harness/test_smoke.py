@@ -110,4 +110,8 @@ def test_meta_records_how_the_results_were_made(smoke):
     assert len(meta["testbed"]["commit"]) == 40
     assert meta["seed"] == 1 and "tshark" in meta["tools"]
     for check in meta["link_checks"]:
-        assert abs(check["avg_ms"] - check["rtt_configured_ms"]) < 2.0
+        # the delay is the floor of every round trip; the average adds the real-time kernel's
+        # scheduling noise on a loaded machine (one late ping of five moves it by milliseconds)
+        rtt = check["rtt_configured_ms"]
+        assert check["received"] == check["sent"] > 0, check
+        assert rtt - 0.1 <= check["min_ms"] < rtt + 2.0, check
