@@ -32,7 +32,9 @@ struct stripe {
   int watch_ctrl;
 };
 
-static void close_lanes(struct stripe *p, int ok) {
+/* Close every lane: lingering (until the client has acknowledged all) when
+ * ok, else with a reset.  0 when every lane's data was delivered. */
+static int close_lanes(struct stripe *p, int ok) {
   for (unsigned i = 0; i < p->n; i++) {
     if (p->lane[i].c.fd < 0) {
       continue;
@@ -54,6 +56,7 @@ static void close_lanes(struct stripe *p, int ok) {
     free(p->lane[i].frame);
     p->lane[i].frame = NULL;
   }
+  return ok ? 0 : -1;
 }
 
 /* MODE E: the sender opens the connections, to the PORT/EPRT address. */
@@ -222,7 +225,9 @@ static enum outcome run(struct stripe *p) {
 
 static int finish(struct stripe *p, enum outcome o) {
   struct session *s = p->s;
-  close_lanes(p, o == SENT);
+  if (close_lanes(p, o == SENT) != 0 && o == SENT) {
+    o = FAILED; /* a 226 promises the data arrived */
+  }
   s->transfers++;
   if (o == ABORTED) {
     log_line("ABORT transfer on the client's ABOR");
@@ -262,7 +267,7 @@ int ext_transfer(struct session *s, const char *what, int fd, const char *buf,
   }
   s->port_set = 0;
   if (open_lanes(&p) != 0) {
-    close_lanes(&p, 0);
+    (void)close_lanes(&p, 0);
     (void)cmdio_reply(s, FTP_BADSENDCONN, "Failed to establish connection.");
     return -1;
   }
@@ -270,7 +275,7 @@ int ext_transfer(struct session *s, const char *what, int fd, const char *buf,
                   "Opening BINARY mode data connections (%u) for %s (%llu "
                   "bytes).",
                   p.n, what, (unsigned long long)count) != 0) {
-    close_lanes(&p, 0);
+    (void)close_lanes(&p, 0);
     return -1;
   }
   return finish(&p, run(&p));

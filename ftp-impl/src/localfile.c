@@ -94,6 +94,7 @@ static int pwrite_all(int fd, const char *p, size_t n, uint64_t offset) {
 
 static int mem_place(struct buf *b, uint64_t offset, const char *p, size_t n) {
   static const char zeros[4096];
+  size_t inside;
   while (b->len < offset) {
     uint64_t gap = offset - b->len;
     if (buf_append(b, zeros, gap < sizeof zeros ? (size_t)gap : sizeof zeros) !=
@@ -101,12 +102,11 @@ static int mem_place(struct buf *b, uint64_t offset, const char *p, size_t n) {
       return -1;
     }
   }
-  if (offset + n <= b->len) {
-    memcpy(b->data + offset, p, n);
-    return 0;
+  inside = (size_t)(b->len - offset) < n ? (size_t)(b->len - offset) : n;
+  if (inside > 0) {
+    memcpy(b->data + offset, p, inside);
   }
-  memcpy(b->data + offset, p, (size_t)(b->len - offset));
-  return buf_append(b, p + (b->len - offset), n - (size_t)(b->len - offset));
+  return inside == n ? 0 : buf_append(b, p + inside, n - inside);
 }
 
 int sink_write_at(struct sink *k, uint64_t offset, const char *p, size_t n,
