@@ -18,7 +18,8 @@ struct lane {
   struct xp_conn c;
   char *frame; /* the block being sent: header and payload */
   size_t flen, foff;
-  int eod; /* the EOD block is in frame (or sent) */
+  int eod;  /* the EOD block is in frame (or sent) */
+  int shut; /* its FIN is out */
 };
 
 struct stripe {
@@ -59,22 +60,30 @@ static int close_lanes(struct stripe *p, int ok) {
   return ok ? 0 : -1;
 }
 
-/* MODE E: the sender opens the connections, to the PORT/EPRT address. */
+/* MODE E: the sender opens the connections, to the PORT/EPRT address, all
+ * at once: their handshakes overlap, one round trip for all of them. */
 static int open_lanes(struct stripe *p) {
   struct session *s = p->s;
   struct addr src = s->local;
+  int64_t deadline = sys_mono_ms() + (int64_t)tunables.data_timeout_s * 1000;
   addr_set_port(&src, 0);
   for (p->n = 0; p->n < s->parallel; p->n++) {
     struct lane *l = &p->lane[p->n];
-    l->frame = sys_malloc(EXT_HEADER + tunables.chunk);
     l->flen = l->foff = 0;
-    if (xp_connect(XP_TCP, &s->port_addr, &src, &tunables.data_opts,
-                   tunables.data_timeout_s * 1000, &l->c) != 0 ||
-        sys_set_nonblock(l->c.fd, 1) != 0) {
+    if (xp_connect_start(XP_TCP, &s->port_addr, &src, &tunables.data_opts,
+                         &l->c) != 0) {
       log_line("FAIL MODE E connection %u of %u: %s", p->n + 1, s->parallel,
                strerror(errno));
-      free(l->frame);
-      l->frame = NULL;
+      return -1;
+    }
+    l->frame = sys_malloc(EXT_HEADER + tunables.chunk);
+  }
+  for (unsigned i = 0; i < p->n; i++) {
+    struct lane *l = &p->lane[i];
+    if (xp_connect_finish(&l->c, sys_ms_left(deadline)) != 0 ||
+        sys_set_nonblock(l->c.fd, 1) != 0) {
+      log_line("FAIL MODE E connection %u of %u: %s", i + 1, s->parallel,
+               strerror(errno));
       return -1;
     }
   }
@@ -191,12 +200,18 @@ static int round_trip(struct stripe *p, int64_t deadline, enum outcome *o) {
   }
   for (nfds_t k = 0; k < m; k++) {
     if (f[k].revents != 0) {
-      int r = push(p, &p->lane[idx[k]]);
+      struct lane *l = &p->lane[idx[k]];
+      int r = push(p, l);
       if (r < 0) {
         log_line("FAIL MODE E connection %u: %s", idx[k], strerror(errno));
         return -1;
       }
       moved |= r;
+      /* the FIN follows its EOD at once, not when the last lane is done:
+       * the lingering closes then wait for all of them together */
+      if (lane_done(l) && !l->shut && xp_shutdown_write(&l->c) == 0) {
+        l->shut = 1;
+      }
     }
   }
   return moved;
