@@ -55,6 +55,9 @@ if [ "$test_tools" -eq 1 ]; then
     # the fuzz targets of ftp-impl (make fuzz, tests/fuzz): clang, and libFuzzer with the
     # sanitizer runtimes (libclang_rt.fuzzer, .asan, .ubsan), which Debian ships apart
     clang libclang-rt-14-dev
+    # peers of the xftp variant's tests: the Grid Community Toolkit's GridFTP server and
+    # client (MODE E both ways) and aria2's segmented download
+    globus-gridftp-server-progs globus-gass-copy-progs aria2
     # a one-node Slurm cluster, started by the tests in a folder of their own
     slurmctld slurmd slurm-client munge
   )

@@ -22,10 +22,12 @@ def size_label(size: int) -> str:
     return str(size)
 
 
-def series_label(variant: str, profile: str, stack: str = "") -> str:
+def series_label(variant: str, profile: str, stack: str = "", parallel: int = 0) -> str:
     """TCP variants' runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do
-    not. The stack profile is named where the result set compares stacks (else it is "")."""
-    label = f"{variant} ({profile})" if variant in TCP_VARIANTS else variant
+    not. xftp names its connections per transfer. The stack profile is named where the result
+    set compares stacks (else it is "")."""
+    name = f"{variant} x{parallel}" if parallel else variant
+    label = f"{name} ({profile})" if variant in TCP_VARIANTS else name
     return f"{label} [{stack}]" if stack else label
 
 
@@ -44,10 +46,11 @@ class PointKey:
     variant: str
     profile: str
     stack: str = ""       # the stack profile, where the result set has more than one
+    parallel: int = 0     # xftp: data connections per transfer
 
     @property
     def series(self) -> str:
-        return series_label(self.variant, self.profile, self.stack)
+        return series_label(self.variant, self.profile, self.stack, self.parallel)
 
     def label(self) -> str:
         return (f"{self.path}, loss {self.loss:g}, {self.files} x {size_label(self.file_size)}, "
@@ -89,7 +92,7 @@ def _int(value: Any) -> int:
 def key_of(row: dict[str, Any]) -> PointKey:
     return PointKey(str(row["path"]), _float(row["loss"]), _int(row["file_size"]),
                     _int(row["files"]), str(row["variant"]), str(row["profile"]),
-                    str(row.get("stack") or ""))
+                    str(row.get("stack") or ""), _int(row.get("parallel")))
 
 
 class FtpResults:

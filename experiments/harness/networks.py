@@ -2,7 +2,8 @@
 the network axis of the matrix (the paths of `path`, the bottlenecks of `dumbbell`), how a run
 at one of them and one loss ratio shapes each direction, and what a kernel builds for it.
 
-    path       [network] queue, mtu; [[network.paths]] name, rate, delay
+    path       [network] queue, mtu; [[network.paths]] name, rate, delay, queue (its own,
+               in place of [network]'s)
     dualpath   the same; both paths shaped alike
     dumbbell   [network] access_rate, access_delay, access_queue, mtu, loss_on ("data": the
                bottleneck's data direction only; "both"); [[network.bottlenecks]] name,
@@ -37,10 +38,13 @@ class Entry:
     delay_s: float
     queue: Queue
     pairs: int = 1
+    own_queue: bool = False          # a path's queue of its own, not [network]'s
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "rate_bps": self.rate_bps,
                                "delay_s": self.delay_s}
+        if self.own_queue:
+            out["queue"] = {"limit": self.queue.limit, "unit": self.queue.unit}
         if self.pairs != 1:
             out.update(pairs=self.pairs, queue={"limit": self.queue.limit,
                                                 "unit": self.queue.unit})
@@ -126,7 +130,7 @@ class Network:
 
 
 PATH_SCHEMA = {"queue": str, "paths": list, "mtu": int, "queue_never_drops": bool}
-PATH_KEYS = {"name": str, "rate": str, "delay": str}
+PATH_KEYS = {"name": str, "rate": str, "delay": str, "queue": str}
 DUMBBELL_SCHEMA = {"access_rate": str, "access_delay": str, "access_queue": str, "mtu": int,
                    "loss_on": str, "bottlenecks": list, "queue_never_drops": bool}
 BOTTLENECK_KEYS = {"name": str, "pairs": int, "rate": str, "delay": str, "queue": str}
@@ -196,7 +200,10 @@ def _rate_and_delay(reader: Reader, where: str, entry: dict[str, Any]) -> tuple[
 
 def _path_entry(reader: Reader, where: str, entry: dict[str, Any], queue: Queue) -> Entry:
     rate, delay = _rate_and_delay(reader, where, entry)
-    return Entry(entry["name"], rate, delay, queue)
+    if "queue" not in entry:
+        return Entry(entry["name"], rate, delay, queue)
+    own = reader.guard(f"{where}.queue", parse_queue, entry["queue"])
+    return Entry(entry["name"], rate, delay, own, own_queue=True)
 
 
 def _bottleneck(reader: Reader, where: str, entry: dict[str, Any]) -> Entry:

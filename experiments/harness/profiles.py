@@ -13,19 +13,23 @@ from dataclasses import dataclass
 TCP_PROFILES: dict[str, dict[str, str]] = {
     # As the studies ran: New-Reno congestion control, no SACK.
     "tcp-newreno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
-                    "net.ipv4.tcp_dsack": "0"},
+                    "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "1"},
     # The fairness study's hosts (E3): Reno congestion control with SACK, as ns-2's Sack1 agent.
     "tcp-sack-reno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "1",
-                      "net.ipv4.tcp_dsack": "0"},
+                      "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "1"},
     # TCP as the multi-socket FTP study's hosts had it (E5): Reno, no SACK, and no window
     # scaling (RFC 1323 was not yet deployed), so one connection's window stops at 64 KB
     # whatever the buffers: the cap that parallel connections work around.
     "tcp-reno-64k": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
                      "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "0"},
-    # The modern Linux default: CUBIC with SACK.
+    # The modern Linux default: CUBIC with SACK (and window scaling).
     "tcp-linux": {"net.ipv4.tcp_congestion_control": "cubic", "net.ipv4.tcp_sack": "1",
-                  "net.ipv4.tcp_dsack": "1"},
+                  "net.ipv4.tcp_dsack": "1", "net.ipv4.tcp_window_scaling": "1"},
 }
+# Every profile sets every key any profile sets (tests/unit/test_profiles.py): a kernel runs
+# the runs of several profiles one after another, and a key one profile set and the next left
+# alone would carry over (a tcp-linux run after a tcp-reno-64k one ran without window
+# scaling).
 
 # Applied on every run, whatever the profile: no run may inherit a cached ssthresh or RTT
 # from an earlier one.

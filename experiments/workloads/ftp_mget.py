@@ -5,8 +5,9 @@
     set's SHA-256 digests.
 
 Its keys: `metric` (top level: which interval the studies measured), and in [matrix]
-`file_sizes`, `files`, `variants`, `stacks` (the windows and timers of both transports:
-profiles.STACKS; "linux" when absent). Points: path x loss x size x variant x TCP profile (the
+`file_sizes`, `files`, `variants`, `parallel` (xftp's data connections per transfer, default
+[4]), `stacks` (the windows and timers of both transports: profiles.STACKS; "linux" when
+absent). Points: path x loss x size x variant (xftp once per `parallel`) x TCP profile (the
 profiles multiply the TCP variants only) x stack. Metrics: the transfer time read from the client's
 pcap (the deciding one), with the same interval from the client's own clock as a cross-check
 (a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
@@ -39,11 +40,14 @@ if TYPE_CHECKING:
     from ..tshark.ftp import ControlChannel
 
 KIND = "ftp-mget"
-VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined")
-TCP_VARIANTS = ("tcp", "tcp-pipelined")
+VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined", "xftp")
+TCP_VARIANTS = ("tcp", "tcp-pipelined", "xftp")
 # one data stream for the whole session and the commands pipelined: fewer round trips per file
 PIPELINED_VARIANTS = ("sctp-ms", "sctp-ms-cp", "tcp-pipelined")
-LATER_VARIANTS = ("xftp",)
+# a file striped over N parallel data connections (MODE E), opened by the server
+STRIPED_VARIANTS = ("xftp",)
+DEFAULT_PARALLEL = 4
+MAX_PARALLEL = 16      # ftpd's default --max-parallel
 # block mode (tcp-pipelined): ftpd's blocks carry its default --chunk (65536) less the header
 BLOCK_MODE_PAYLOAD = {"tcp-pipelined": 65536 - 3}
 INTERVALS = {
@@ -71,6 +75,7 @@ class Settings:
     files: int
     variants: tuple[str, ...]
     stacks: tuple[str, ...] = (DEFAULT_STACK,)
+    parallel: tuple[int, ...] = (DEFAULT_PARALLEL,)
 
 
 def parse_size(text: str | int) -> int:
@@ -162,7 +167,8 @@ class FtpMget:
     topologies = ("path",)
     data_direction = {"path": "down"}    # downloads: server to client
     top_keys = {"metric": str}
-    matrix_keys = {"file_sizes": list, "files": int, "variants": list, "stacks": list}
+    matrix_keys = {"file_sizes": list, "files": int, "variants": list, "stacks": list,
+                   "parallel": list}
     table = None
     table_keys: dict[str, Any] = {}
     metrics = (
@@ -174,7 +180,8 @@ class FtpMget:
         *PHASE_METRICS,
     )
     default_metric = "transfer_time_s"
-    point_columns = ("path", "loss", "file_size", "files", "variant", "profile", "stack")
+    point_columns = ("path", "loss", "file_size", "files", "variant", "parallel", "profile",
+                     "stack")
     run_columns = ("transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
                    "last_byte_after_226_s", "connections", "handshakes", "retransmissions",
                    "timeouts")
@@ -204,20 +211,36 @@ class FtpMget:
         if not variants:
             raise reader.fail("matrix.variants", "needs at least one variant")
         for variant in variants:
-            if variant in LATER_VARIANTS:
-                raise reader.fail("matrix.variants", f"{variant!r} is not implemented yet")
             reader.choice("matrix.variants", variant, VARIANTS, "variant")
+        parallel = self._parallel(reader, matrix, variants)
         stacks = matrix.get("stacks", [DEFAULT_STACK])
         if not stacks:
             raise reader.fail("matrix.stacks", "needs at least one stack profile")
         for stack in stacks:
             reader.choice("matrix.stacks", stack, STACKS, "stack profile")
-        return Settings(interval, sizes, files, tuple(variants), tuple(stacks))
+        return Settings(interval, sizes, files, tuple(variants), tuple(stacks), parallel)
+
+    @staticmethod
+    def _parallel(reader: Reader, matrix: dict[str, Any], variants: list[str]
+                  ) -> tuple[int, ...]:
+        if "parallel" not in matrix:
+            return (DEFAULT_PARALLEL,)
+        if not any(v in STRIPED_VARIANTS for v in variants):
+            raise reader.fail("matrix.parallel", "applies to xftp only, which matrix.variants "
+                                                 "does not name")
+        values = matrix["parallel"]
+        if not values:
+            raise reader.fail("matrix.parallel", "needs at least one number of connections")
+        for n in values:
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_PARALLEL:
+                raise reader.fail("matrix.parallel", f"{n!r}: connections per transfer are "
+                                                     f"1 to {MAX_PARALLEL}")
+        return tuple(dict.fromkeys(values))
 
     def record(self, settings: Settings) -> dict[str, Any]:
         return {"metric": settings.interval, "metric_definition": INTERVALS[settings.interval],
                 "file_sizes": list(settings.file_sizes), "files": settings.files,
-                "variants": list(settings.variants),
+                "variants": list(settings.variants), "parallel": list(settings.parallel),
                 "stacks": {name: STACKS[name].record() for name in settings.stacks}}
 
     # -- the matrix ----------------------------------------------------------------------------
@@ -227,17 +250,26 @@ class FtpMget:
         for path in experiment.network.entries:
             for loss in experiment.losses:
                 for size in settings.file_sizes:
-                    for variant in settings.variants:
+                    for variant, n in self._variants(settings):
                         for tcp_profile in experiment.tcp_profiles:
                             for stack in settings.stacks:
                                 profile = profile_for(variant, tcp_profile)
+                                label = f"{variant}{n}" if n else variant
                                 key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
-                                       f"{settings.files}_{variant}_{profile}_{stack}")
+                                       f"{settings.files}_{label}_{profile}_{stack}")
                                 seen.setdefault(key, Point(key, path.name, loss, profile, (
                                     ("path", path.name), ("loss", loss), ("file_size", size),
                                     ("files", settings.files), ("variant", variant),
-                                    ("profile", profile), ("stack", stack)), stack))
+                                    ("parallel", n), ("profile", profile), ("stack", stack)),
+                                    stack))
         return list(seen.values())
+
+    @staticmethod
+    def _variants(settings: Settings) -> list[tuple[str, int]]:
+        """(variant, data connections per transfer): xftp once per `parallel`, the others
+        with 0 (their connections are the variant's design, not a setting)."""
+        return [(variant, n) for variant in settings.variants
+                for n in (settings.parallel if variant in STRIPED_VARIANTS else (0,))]
 
     def estimate_s(self, experiment: Experiment, point: Point) -> float:
         """A rough duration of one run, for ordering and the first ETA: the bytes at the path's
@@ -267,7 +299,8 @@ class FtpMget:
               ) -> dict[str, Any]:
         data = prepared["data"][point.get("file_size")]
         stack = STACKS[point.stack]
-        return {"variant": point.get("variant"), "data": str(data.root),
+        return {"variant": point.get("variant"), "parallel": point.get("parallel"),
+                "data": str(data.root),
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
                 "socket_options": stack.buffers(transport_of(point.get("variant")))
                 .program_options(),
@@ -301,6 +334,9 @@ class FtpMget:
         download.mkdir(parents=True)
         pcap_partial = Path(run["pcap"] + ".partial")
         timeout_s = run["timeout_s"]
+        client_options = list(order["socket_options"])
+        if order.get("parallel"):
+            client_options += ["--parallel", str(order["parallel"])]
         ftpd = capture = None
         try:
             # server and capture start side by side: each costs a few hundred ms in the kernel
@@ -318,7 +354,7 @@ class FtpMget:
             record["client_status"] = procedure.run(
                 client.popen, wrap(procedure.ftp_client_argv(
                     order["ftpc"], order["variant"], SERVER_IP, str(download), timeout_s,
-                    options=order["socket_options"])),
+                    options=client_options)),
                 run_dir / "client.jsonl", run_dir / "client.err",
                 timeout_s + procedure.RUN_GRACE_S)
             record["client_wall_s"] = time.monotonic() - started
@@ -391,7 +427,12 @@ def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
         channel = control_channel(capture, kind)
         bounds = interval_bounds(channel, interval)
         row.update(vars(transport.counters(capture, kind, client_ip, rto_floor_s)))
-        if bounds is not None:
+        if bounds is not None and variant in STRIPED_VARIANTS:
+            # the phases read one data flow (or stream) per transfer; a file striped over N
+            # flows is not cut into phases yet
+            row["last_byte_after_226_s"] = 0.0
+            row["transfer_time_s"] = bounds[1] - bounds[0]
+        elif bounds is not None:
             settings = phases or PhaseSettings(math.inf, 0)
             summary, end = _phases(run_dir, capture, channel, kind, bounds, rto_floor_s,
                                    client_ip, settings, row["notes"],

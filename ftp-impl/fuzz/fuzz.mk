@@ -9,7 +9,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= cmdio session addrparse reply listing confine msxfer cmdline \
-                blockmode
+                blockmode extblock
 FUZZ_WORK    ?= $(FUZZ_BUILD)/work
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := $(CSTD) $(WARN) -Wno-unused-command-line-argument -O1 -g \
@@ -49,6 +49,7 @@ $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
 $(FUZZ_BUILD)/fuzz_addrparse $(FUZZ_BUILD)/fuzz_confine: \
     $(call fo,str addrparse confine) $(ho)
 $(FUZZ_BUILD)/fuzz_blockmode: $(call fo,blockmode)
+$(FUZZ_BUILD)/fuzz_extblock: $(call fo,extblock)
 $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer: \
     $(call fo,$(FUZZ_CLIENT)) $(FUZZ_BUILD)/src/ftpc.o $(ho) $(FUZZ_BUILD)/fclient.o \
     $(FUZZ_BUILD)/bigalloc.o

@@ -51,4 +51,11 @@ int ms_list(struct client *cl, const char *cmd, const char *arg,
 int ms_get(struct client *cl, char **names, size_t n, int pipelined, int skip);
 int ms_put(struct client *cl, const char *local);
 
+/* The xftp variant (xftpget.c): MODE E over parallel TCP connections that
+ * the server opens; xftp_setup sends MODE E and the parallelism at login. */
+int xftp_setup(struct client *cl);
+int xftp_list(struct client *cl, const char *cmd, const char *arg,
+              struct buf *out);
+int xftp_get(struct client *cl, const char *remote);
+
 #endif

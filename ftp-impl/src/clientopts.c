@@ -11,7 +11,8 @@
 #include "str.h"
 
 static const char usage_text[] =
-    "usage: ftpc --variant tcp|sctp-naive|sctp-ms|sctp-ms-cp|tcp-pipelined\n"
+    "usage: ftpc --variant tcp|sctp-naive|sctp-ms|sctp-ms-cp|tcp-pipelined|"
+    "xftp\n"
     "            [options] HOST[:PORT]\n"
     "            COMMAND [ARGS] [COMMAND [ARGS]...]\n"
     "commands: ls [DIR] | dir [DIR] | get FILE | mget PATTERN | put FILE\n"
@@ -24,6 +25,8 @@ static const char usage_text[] =
     "                        (SCTP then lists only ADDR in its associations)\n"
     "  --user NAME --pass P  login (default anonymous)\n"
     "  --timeout S           longest wait without progress (default 60)\n"
+    "  --parallel N          xftp: data connections per transfer, 1 to 64\n"
+    "                        (default 4)\n"
     "  --chunk BYTES         upload message size on stream 1, upload write\n"
     "                        size in blocks (default 65536)\n"
     "  --nodelay 0|1 --sack-delay MS --sack-freq N --sctp-rto-min MS\n"
@@ -65,8 +68,8 @@ static void set_bind(struct copts *o, const char *a) {
 }
 
 static void set_variant(struct copts *o, const char *v) {
-  static const char *names[] = {"tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp",
-                                "tcp-pipelined"};
+  static const char *names[] = {"tcp",        "sctp-naive",    "sctp-ms",
+                                "sctp-ms-cp", "tcp-pipelined", "xftp"};
   int i;
   for (i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
     if (strcmp(v, names[i]) == 0) {
@@ -95,6 +98,7 @@ enum {
   O_SNDBUF,
   O_RCVBUF,
   O_BIND,
+  O_PARALLEL,
   O_HELP
 };
 
@@ -115,6 +119,7 @@ static const struct option longopts[] = {
     {"sndbuf", required_argument, NULL, O_SNDBUF},
     {"rcvbuf", required_argument, NULL, O_RCVBUF},
     {"bind", required_argument, NULL, O_BIND},
+    {"parallel", required_argument, NULL, O_PARALLEL},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -136,6 +141,7 @@ static void handle_opt(struct copts *o, int c, const char *arg) {
   case O_SNDBUF: o->xp.sndbuf = int_arg(arg, 1024, 1 << 30); break;
   case O_RCVBUF: o->xp.rcvbuf = int_arg(arg, 1024, 1 << 30); break;
   case O_BIND: set_bind(o, arg); break;
+  case O_PARALLEL: o->parallel = (unsigned)int_arg(arg, 1, 64); break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
   default: usage_exit(NULL);
   }
@@ -152,6 +158,7 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   copy_arg(o->pass, sizeof o->pass, "ftpc@");
   o->timeout_s = 60;
   o->chunk = 65536;
+  o->parallel = 4;
   /* "+": stop at the first non-option (HOST), commands follow it. */
   while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
     handle_opt(o, c, optarg);
@@ -167,6 +174,10 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   if (o->active && o->variant == V_TCP_PIPELINED) {
     usage_exit("--active does not go with tcp-pipelined");
   }
+  /* in MODE E the sender connects: xftp always listens (PORT/EPRT) */
+  if (o->active && o->variant == V_XFTP) {
+    usage_exit("--active is implied by xftp (the server connects)");
+  }
 }
 
 const struct addr *copts_bind(const struct copts *o) {
@@ -174,8 +185,11 @@ const struct addr *copts_bind(const struct copts *o) {
 }
 
 int copts_sctp(const struct copts *o) {
-  return o->variant != V_TCP && o->variant != V_TCP_PIPELINED;
+  return o->variant != V_TCP && o->variant != V_TCP_PIPELINED &&
+         o->variant != V_XFTP;
 }
+
+int copts_xftp(const struct copts *o) { return o->variant == V_XFTP; }
 
 int copts_ms(const struct copts *o) {
   return o->variant == V_SCTP_MS || o->variant == V_SCTP_MS_CP;

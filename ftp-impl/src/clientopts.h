@@ -6,7 +6,14 @@
 
 #include "transport.h"
 
-enum variant { V_TCP, V_SCTP_NAIVE, V_SCTP_MS, V_SCTP_MS_CP, V_TCP_PIPELINED };
+enum variant {
+  V_TCP,
+  V_SCTP_NAIVE,
+  V_SCTP_MS,
+  V_SCTP_MS_CP,
+  V_TCP_PIPELINED,
+  V_XFTP
+};
 
 struct copts {
   enum variant variant;
@@ -15,9 +22,10 @@ struct copts {
   char out_dir[PATH_MAX];
   char user[64];
   char pass[64];
-  int active;     /* PORT/EPRT instead of PASV/EPSV */
-  int timeout_s;  /* longest wait without progress */
-  unsigned chunk; /* MS upload message size */
+  int active;        /* PORT/EPRT instead of PASV/EPSV */
+  int timeout_s;     /* longest wait without progress */
+  unsigned chunk;    /* MS upload message size */
+  unsigned parallel; /* xftp: data connections per transfer */
   struct xp_opts xp;
   int has_bind;          /* --bind given */
   struct addr bind_addr; /* local address (port 0) of every connection */
@@ -33,6 +41,8 @@ int copts_sctp(const struct copts *o);
 int copts_ms(const struct copts *o);
 /* tcp-pipelined: MODE B on one persistent TCP data connection. */
 int copts_block(const struct copts *o);
+/* xftp: MODE E over --parallel TCP connections per transfer. */
+int copts_xftp(const struct copts *o);
 /* The variant sends SIZE for every file at once and RETRs as they come. */
 int copts_pipelined(const struct copts *o);
 

@@ -81,6 +81,9 @@ static int login(struct client *cl) {
                          r.text);
     }
   }
+  if (copts_xftp(cl->o)) {
+    return xftp_setup(cl);
+  }
   return copts_block(cl->o) ? bd_open(cl) : 0;
 }
 
@@ -91,6 +94,9 @@ static int engine(const struct client *cl) {
 
 static int list(struct client *cl, const char *cmd, const char *arg,
                 struct buf *out) {
+  if (copts_xftp(cl->o)) {
+    return xftp_list(cl, cmd, arg, out);
+  }
   return engine(cl) ? ms_list(cl, cmd, arg, out) : xfer_list(cl, cmd, arg, out);
 }
 
@@ -199,7 +205,8 @@ static int get_files(struct client *cl, char **names, size_t n, int skip) {
     return ms_get(cl, names, n, copts_pipelined(cl->o), skip);
   }
   for (i = 0; i < n; i++) {
-    if (xfer_get(cl, names[i]) == 0) {
+    if ((copts_xftp(cl->o) ? xftp_get(cl, names[i]) : xfer_get(cl, names[i])) ==
+        0) {
       continue;
     }
     if (!skip || !cl->refused) {
@@ -324,7 +331,8 @@ static int run_commands(struct client *cl) {
     } else if (strcmp(verb, "mget") == 0) {
       rc = do_mget(cl, arg);
     } else if (strcmp(verb, "put") == 0) {
-      rc = copts_ms(cl->o)      ? ms_put(cl, arg)
+      rc = copts_xftp(cl->o)    ? client_fail(cl, "put: xftp downloads only")
+           : copts_ms(cl->o)    ? ms_put(cl, arg)
            : copts_block(cl->o) ? bd_put(cl, arg)
                                 : xfer_put(cl, arg);
     } else {

@@ -52,10 +52,7 @@ void sink_open_mem(struct sink *k, const char *label, struct buf *mem) {
   (void)str_copy(k->name, sizeof k->name, label);
 }
 
-int sink_write(struct sink *k, const char *p, size_t n, double t) {
-  if (n == 0) {
-    return 0;
-  }
+static void first_byte(struct sink *k, double t) {
   if (k->got == 0 && k->fd >= 0) {
     struct event e;
     k->t_first = t;
@@ -63,8 +60,63 @@ int sink_write(struct sink *k, const char *p, size_t n, double t) {
     ev_str(&e, "file", k->name);
     ev_end(&e);
   }
+}
+
+int sink_write(struct sink *k, const char *p, size_t n, double t) {
+  if (n == 0) {
+    return 0;
+  }
+  first_byte(k, t);
   if (k->fd >= 0 ? sys_write_all(k->fd, p, n) != 0
                  : buf_append(k->mem, p, n) != 0) {
+    return -1;
+  }
+  k->got += n;
+  k->t_last = t;
+  return 0;
+}
+
+static int pwrite_all(int fd, const char *p, size_t n, uint64_t offset) {
+  while (n > 0) {
+    ssize_t rc = pwrite(fd, p, n, (off_t)offset);
+    if (rc < 0 && errno == EINTR) {
+      continue;
+    }
+    if (rc <= 0) {
+      return -1;
+    }
+    p += rc;
+    n -= (size_t)rc;
+    offset += (uint64_t)rc;
+  }
+  return 0;
+}
+
+static int mem_place(struct buf *b, uint64_t offset, const char *p, size_t n) {
+  static const char zeros[4096];
+  size_t inside;
+  while (b->len < offset) {
+    uint64_t gap = offset - b->len;
+    if (buf_append(b, zeros, gap < sizeof zeros ? (size_t)gap : sizeof zeros) !=
+        0) {
+      return -1;
+    }
+  }
+  inside = (size_t)(b->len - offset) < n ? (size_t)(b->len - offset) : n;
+  if (inside > 0) {
+    memcpy(b->data + offset, p, inside);
+  }
+  return inside == n ? 0 : buf_append(b, p + inside, n - inside);
+}
+
+int sink_write_at(struct sink *k, uint64_t offset, const char *p, size_t n,
+                  double t) {
+  if (n == 0) {
+    return 0;
+  }
+  first_byte(k, t);
+  if (k->fd >= 0 ? pwrite_all(k->fd, p, n, offset) != 0
+                 : mem_place(k->mem, offset, p, n) != 0) {
     return -1;
   }
   k->got += n;

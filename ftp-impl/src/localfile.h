@@ -29,6 +29,11 @@ int sink_open_file(struct sink *k, const char *out_dir, const char *remote,
 void sink_open_mem(struct sink *k, const char *label, struct buf *mem);
 /* -1 on a local write error. */
 int sink_write(struct sink *k, const char *p, size_t n, double t);
+/* n bytes that belong at `offset` (blocks of MODE E arrive in any order):
+ * written there, or for memory, placed there (zeros fill what has not come
+ * yet).  -1 on a local write error. */
+int sink_write_at(struct sink *k, uint64_t offset, const char *p, size_t n,
+                  double t);
 /* Complete: check got == expected (expected < 0: unknown), close, rename,
  * emit the events.  -1 (err set, .part kept) on a short/long file. */
 int sink_finish(struct sink *k, int64_t expected, char *err, size_t errcap);

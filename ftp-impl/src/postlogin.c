@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "cmdio.h"
 #include "confine.h"
 #include "dataio.h"
+#include "extsend.h"
 #include "ftpcodes.h"
 #include "logging.h"
 #include "ls.h"
@@ -92,28 +95,32 @@ static void cmd_type(struct session *s, const char *arg) {
   }
 }
 
-/* MODE S (stream) and MODE B (block, RFC 959 3.4.2: the tcp-pipelined
- * variant).  Block mode keeps one TCP data connection for the session, so
- * it needs TCP, and multistream has no data connections at all; compressed
- * mode (E) is not implemented.  Leaving block mode closes the connection it
+/* MODE S (stream), MODE B (block, RFC 959 3.4.2: the tcp-pipelined
+ * variant) and MODE E (GridFTP's extended block mode: the xftp variant).
+ * Block mode keeps one TCP data connection for the session, extended block
+ * mode opens several per transfer; both need TCP, and multistream has no
+ * data connections at all.  Leaving block mode closes the connection it
  * kept: in stream mode the end of a connection is the end of the data. */
 static void cmd_mode(struct session *s, const char *arg) {
-  if (str_eq_nocase(arg, "S")) {
-    if (s->block_mode) {
-      dataio_drop_persistent(s);
-    }
-    s->block_mode = 0;
-    (void)cmdio_reply(s, FTP_MODEOK, "Mode set to S.");
-  } else if (!str_eq_nocase(arg, "B")) {
+  int block = str_eq_nocase(arg, "B"), ext = str_eq_nocase(arg, "E");
+  if (!block && !ext && !str_eq_nocase(arg, "S")) {
     log_line("REFUSED MODE %.32s", arg);
     (void)cmdio_reply(s, FTP_BADMODE, "Bad MODE command.");
-  } else if (s->ctrl.proto != XP_TCP || s->multistream) {
-    log_line("REFUSED MODE B: %s control connection%s",
+  } else if ((block || ext) && (s->ctrl.proto != XP_TCP || s->multistream)) {
+    log_line("REFUSED MODE %s: %s control connection%s", block ? "B" : "E",
              xp_proto_name(s->ctrl.proto), s->multistream ? ", MSTREAM" : "");
-    (void)cmdio_reply(s, FTP_BADMODE, "MODE B needs a TCP control connection.");
+    (void)cmdio_reply(s, FTP_BADMODE, "MODE %s needs a TCP control connection.",
+                      block ? "B" : "E");
   } else {
-    s->block_mode = 1;
-    (void)cmdio_reply(s, FTP_MODEOK, "Mode set to B.");
+    if (s->block_mode && !block) {
+      dataio_drop_persistent(s);
+    }
+    s->block_mode = block;
+    s->ext_mode = ext;
+    (void)cmdio_reply(s, FTP_MODEOK, "Mode set to %s.",
+                      block ? "B"
+                      : ext ? "E"
+                            : "S");
   }
 }
 
@@ -204,6 +211,13 @@ static void cmd_list(struct session *s, const char *cmd, const char *arg,
   }
   buf_init(&listing, tunables.max_listing);
   rc = ls_build(real, kind, glob[0] ? glob : NULL, &listing);
+  if (rc == 0 && s->ext_mode) {
+    (void)ext_transfer(s, "directory listing", -1, listing.data, 0,
+                       listing.len);
+    buf_free(&listing);
+    s->rest = 0;
+    return;
+  }
   if (rc != 0) {
     buf_free(&listing);
     if (rc == -2) {
@@ -310,6 +324,14 @@ static void cmd_retr(struct session *s, const char *arg) {
     (void)cmdio_reply(s, FTP_BADREST, "Restart position beyond end of file.");
     return;
   }
+  if (s->ext_mode) {
+    ok = ext_transfer(s, arg, fd, NULL, offset, size - offset) == 0;
+    sys_close(fd);
+    log_line("%s RETR %s %llu bytes in MODE E over %u connections",
+             ok ? "OK" : "FAIL", arg, (unsigned long long)(size - offset),
+             s->parallel);
+    return;
+  }
   if (dataio_begin(s, &data, arg, size - offset) != 0) {
     sys_close(fd);
     return;
@@ -376,6 +398,10 @@ static void cmd_stor(struct session *s, const char *arg) {
     (void)cmdio_reply(s, FTP_NOPERM, "Permission denied.");
     return;
   }
+  if (s->ext_mode) {
+    (void)cmdio_reply(s, FTP_BADMODE, "No uploads in MODE E; use MODE S.");
+    return;
+  }
   if (s->multistream && !s->allo_set) {
     (void)cmdio_reply(s, FTP_BADSEQ,
                       "Send ALLO <bytes> before STOR in multistream mode.");
@@ -439,6 +465,57 @@ static void opts_mstream(struct session *s, const char *val) {
                     "MSTREAM ON: replies on stream 0, data on stream 1.");
 }
 
+/* "RETR Parallelism=<start>,<min>,<max>;" (GFD.20 3.5): the connections of
+ * the next MODE E transfers.  ftpd opens <start> of them; min and max, if
+ * given, must hold it. */
+static int parse_parallelism(const char *val, uint64_t n[3]) {
+  static const char key[] = "Parallelism=";
+  char num[24];
+  const char *p = val;
+  unsigned k = 0;
+  if (strncasecmp(p, key, sizeof key - 1) != 0) {
+    return -1;
+  }
+  p += sizeof key - 1;
+  n[1] = 0;
+  n[2] = UINT64_MAX;
+  for (;; k++) {
+    size_t len = strspn(p, "0123456789");
+    if (k == 3 || len == 0 || len >= sizeof num) {
+      return -1;
+    }
+    memcpy(num, p, len);
+    num[len] = '\0';
+    if (str_to_u64(num, 1u << 20, &n[k]) != 0) {
+      return -1;
+    }
+    p += len;
+    if (*p != ',') {
+      break;
+    }
+    p++;
+  }
+  if (*p == ';') {
+    p++;
+  }
+  return *p == '\0' && n[1] <= n[0] && n[0] <= n[2] ? 0 : -1;
+}
+
+static void opts_retr(struct session *s, const char *val) {
+  uint64_t n[3];
+  if (parse_parallelism(val, n) != 0) {
+    (void)cmdio_reply(s, FTP_BADOPTS, "RETR options: Parallelism=N,MIN,MAX;");
+  } else if (n[0] < 1 || n[0] > tunables.max_parallel) {
+    log_line("REFUSED OPTS RETR Parallelism=%llu (limit %u)",
+             (unsigned long long)n[0], tunables.max_parallel);
+    (void)cmdio_reply(s, FTP_BADOPTS, "Parallelism must be 1 to %u.",
+                      tunables.max_parallel);
+  } else {
+    s->parallel = (unsigned)n[0];
+    (void)cmdio_reply(s, FTP_OPTSOK, "Parallelism set to %u.", s->parallel);
+  }
+}
+
 void postlogin_opts(struct session *s, const char *arg) {
   char name[32], val[64];
   (void)str_split_cmd(arg, name, sizeof name, val, sizeof val);
@@ -450,6 +527,8 @@ void postlogin_opts(struct session *s, const char *arg) {
       return;
     }
     opts_mstream(s, val);
+  } else if (strcmp(name, "RETR") == 0 && s->logged_in) {
+    opts_retr(s, val);
   } else {
     (void)cmdio_reply(s, FTP_BADOPTS, "Option not understood.");
   }

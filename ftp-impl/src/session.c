@@ -20,6 +20,7 @@ void session_init(struct session *s, const struct xp_conn *ctrl) {
   s->ctrl = *ctrl;
   s->pasv_fd = -1;
   s->pdata.fd = -1;
+  s->parallel = 1;
   s->cwd[0] = '/';
   buf_init(&s->in, (size_t)tunables.max_line + (1u << 20));
 }

@@ -24,6 +24,8 @@ struct session {
   int multistream; /* OPTS MSTREAM ON accepted */
   int block_mode;  /* MODE B: RFC 959 blocks on one persistent connection */
   struct xp_conn pdata; /* MODE B: the data connection kept open (fd -1) */
+  int ext_mode;         /* MODE E: blocks over parallel data connections */
+  unsigned parallel;    /* OPTS RETR Parallelism: MODE E connections (1) */
   int type_ascii;
   char cwd[PATH_MAX]; /* virtual path, always starts with '/' */
   uint64_t rest;      /* REST offset for the next transfer */

@@ -155,49 +155,56 @@ int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
   return 0;
 }
 
-int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
-               const struct xp_opts *o, int timeout_ms, struct xp_conn *out) {
+int xp_connect_start(enum xp_proto p, const struct addr *dst,
+                     const struct addr *src, const struct xp_opts *o,
+                     struct xp_conn *out) {
   int fd = new_socket(p, dst->ss.ss_family);
-  int err = 0;
-  socklen_t elen = sizeof err;
+  int err;
   if (fd < 0) {
     return -1;
   }
   if (set_pre_opts(fd, p, o) != 0 || set_conn_opts(fd, p, o) != 0 ||
       (src != NULL &&
        bind(fd, (const struct sockaddr *)&src->ss, src->len) != 0) ||
-      sys_set_nonblock(fd, 1) != 0) {
-    goto fail;
-  }
-  if (connect(fd, (const struct sockaddr *)&dst->ss, dst->len) != 0) {
-    int rc;
-    if (errno != EINPROGRESS) {
-      goto fail;
-    }
-    rc = sys_wait_fd(fd, POLLOUT, timeout_ms);
-    if (rc == 0) {
-      errno = ETIMEDOUT;
-      goto fail;
-    }
-    if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
-      goto fail;
-    }
-    if (err != 0) {
-      errno = err;
-      goto fail;
-    }
-  }
-  if (sys_set_nonblock(fd, 0) != 0) {
-    goto fail;
+      sys_set_nonblock(fd, 1) != 0 ||
+      (connect(fd, (const struct sockaddr *)&dst->ss, dst->len) != 0 &&
+       errno != EINPROGRESS)) {
+    err = errno;
+    sys_close(fd);
+    errno = err;
+    return -1;
   }
   out->fd = fd;
   out->proto = p;
   return 0;
-fail:
-  err = errno;
-  sys_close(fd);
-  errno = err;
-  return -1;
+}
+
+int xp_connect_finish(struct xp_conn *c, int timeout_ms) {
+  int err = 0, rc = sys_wait_fd(c->fd, POLLOUT, timeout_ms);
+  socklen_t elen = sizeof err;
+  if (rc == 0) {
+    err = ETIMEDOUT;
+  } else if (rc < 0 ||
+             getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) {
+    err = errno;
+  } else if (err == 0 && sys_set_nonblock(c->fd, 0) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
+    sys_close(c->fd);
+    c->fd = -1;
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
+               const struct xp_opts *o, int timeout_ms, struct xp_conn *out) {
+  if (xp_connect_start(p, dst, src, o, out) != 0) {
+    return -1;
+  }
+  return xp_connect_finish(out, timeout_ms);
 }
 
 /* Linux refuses (EMSGSIZE) an SCTP message larger than the send buffer:

@@ -49,6 +49,14 @@ int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
  * again too).  -1 on error. */
 int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
               struct xp_conn *out, struct addr *peer);
+/* Begin a connect to dst without waiting: *out holds the socket, its
+ * handshake under way (several may then proceed at once). */
+int xp_connect_start(enum xp_proto p, const struct addr *dst,
+                     const struct addr *src, const struct xp_opts *o,
+                     struct xp_conn *out);
+/* Wait at most timeout_ms for a started connect to complete; the socket is
+ * blocking again.  On failure it is closed (fd -1) and -1 returned. */
+int xp_connect_finish(struct xp_conn *c, int timeout_ms);
 /* Connect to dst, optionally bound to src (port 0), within timeout_ms. */
 int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
                const struct xp_opts *o, int timeout_ms, struct xp_conn *out);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extblock.h"
 #include "str.h"
 #include "sysutil.h"
 
@@ -31,8 +32,9 @@ static const char usage_text[] =
     "  --log FILE            log file (default stderr)\n"
     "  --run-as USER         started as root: run as USER after binding\n"
     "                        (default nobody; root keeps root)\n"
-    "  --chunk BYTES         SCTP data message size, MODE B write size\n"
-    "                        (default 65536)\n"
+    "  --chunk BYTES         SCTP data message size, MODE B write size,\n"
+    "                        MODE E block size (default 65536)\n"
+    "  --max-parallel N      MODE E connections per transfer (default 16)\n"
     "  --nodelay 0|1         TCP_NODELAY/SCTP_NODELAY (default 1)\n"
     "  --sack-delay MS       SCTP delayed SACK timer\n"
     "  --sack-freq N         SCTP SACK frequency (1: no delayed SACK)\n"
@@ -64,6 +66,7 @@ void tunables_defaults(void) {
   tunables.data_timeout_s = 60;
   tunables.max_line = 1024;
   tunables.chunk = 65536;
+  tunables.max_parallel = 16;
   tunables.max_listing = 16u << 20;
   xp_opts_default(&tunables.ctrl_opts);
 }
@@ -85,6 +88,7 @@ enum {
   O_LOG,
   O_RUNAS,
   O_CHUNK,
+  O_MAX_PARALLEL,
   O_NODELAY,
   O_SACKD,
   O_SACKF,
@@ -113,6 +117,7 @@ static const struct option longopts[] = {
     {"log", required_argument, NULL, O_LOG},
     {"run-as", required_argument, NULL, O_RUNAS},
     {"chunk", required_argument, NULL, O_CHUNK},
+    {"max-parallel", required_argument, NULL, O_MAX_PARALLEL},
     {"nodelay", required_argument, NULL, O_NODELAY},
     {"sack-delay", required_argument, NULL, O_SACKD},
     {"sack-freq", required_argument, NULL, O_SACKF},
@@ -168,6 +173,9 @@ static void handle_opt(int c, const char *arg) {
   case O_LOG: copy_arg(tunables.log_file, sizeof tunables.log_file, arg); break;
   case O_RUNAS: copy_arg(tunables.run_as, sizeof tunables.run_as, arg); break;
   case O_CHUNK: tunables.chunk = (unsigned)int_arg(arg, 512, 1 << 22); break;
+  case O_MAX_PARALLEL:
+    tunables.max_parallel = (unsigned)int_arg(arg, 1, EXT_MAX_CONNS);
+    break;
   case O_NODELAY: o->nodelay = int_arg(arg, 0, 1); break;
   case O_SACKD: o->sack_delay_ms = int_arg(arg, 0, 500); break;
   case O_SACKF: o->sack_freq = int_arg(arg, 0, 65535); break;

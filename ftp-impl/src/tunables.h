@@ -23,6 +23,7 @@ struct tunables {
   int data_timeout_s;       /* data connect/accept and stall limit (60) */
   int max_line;             /* longest command line accepted (1024) */
   unsigned chunk;           /* SCTP data message size (65536) */
+  unsigned max_parallel;    /* MODE E connections one transfer may use (16) */
   size_t max_listing;       /* largest listing built (16 MB) */
   struct xp_opts ctrl_opts; /* socket options of control connections */
   struct xp_opts data_opts; /* socket options of data connections */

@@ -25,7 +25,7 @@ from topology.net.path import PathTopology
 from topology.params import LinkShape
 
 CLIENT_IF = "client-eth0"
-VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined")
+VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined", "xftp")
 MODE_PROBE = Path(__file__).with_name("mode_probe.py")
 # Short SCTP timers, so that lost handshakes under 10% loss cost little.
 KNOBS = ["--sctp-rto-min", "100", "--sctp-rto-initial", "300", "--sctp-rto-max", "2000"]
@@ -171,6 +171,9 @@ def main(bin_dir: str, work_dir: str) -> int:
             # tcp-pipelined's acceptance: the small and the big set under loss too
             job.session("loss-small-tcp-pipelined", "tcp-pipelined", "mget", "small/*.dat")
             job.session("loss-big-tcp-pipelined", "tcp-pipelined", "mget", "big/*.bin")
+            # and xftp's, with its 4 connections per transfer
+            job.session("loss-small-xftp", "xftp", "mget", "small/*.dat")
+            job.session("loss-big-xftp", "xftp", "mget", "big/*.bin")
             path.set_both(LinkShape())
 
             # Associations aborted mid-file, on a link slow enough (40 Mbit/s from the server)

@@ -1,4 +1,4 @@
-"""All five variants inside the pinned kernel (SCTP exists only there), on the path topology
+"""All six variants inside the pinned kernel (SCTP exists only there), on the path topology
 (client, router, server): mget of 100 small and of 3 large files, byte-identical; connections
 and associations counted in real pcaps; 10% loss; associations aborted mid-file; MODE B
 refused over SCTP. One kernel
@@ -18,7 +18,8 @@ from tests.ftp import ftphelp
 from tests.ftp.kernel import run_job
 from topology.net.addresses import CLIENT_IP, SERVER_IP
 
-VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined"]
+VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined", "xftp"]
+XFTP_CONNECTIONS = 4   # ftpc's default --parallel
 JOB = Path(__file__).with_name("sctp_job.py")
 N_SMALL, N_BIG, N_LOSS = 100, 3, 20
 
@@ -134,8 +135,12 @@ def test_connections_in_pcap(job, variant):
         tcp, sctp = opened(work / f"{name}.pcap")
         per_transfer = nfiles + 2          # control + NLST + one per file
         expected = {"tcp": (per_transfer, 0), "sctp-naive": (0, per_transfer),
-                    "sctp-ms": (0, 1), "sctp-ms-cp": (0, 1), "tcp-pipelined": (2, 0)}[variant]
+                    "sctp-ms": (0, 1), "sctp-ms-cp": (0, 1), "tcp-pipelined": (2, 0),
+                    "xftp": (1, 0)}[variant]
         assert (tcp, sctp) == expected, name
+        # in MODE E the server opens the data connections, N for the listing and each file
+        by_server = XFTP_CONNECTIONS * (nfiles + 1) if variant == "xftp" else 0
+        assert opened(work / f"{name}.pcap", by=SERVER_IP) == (by_server, 0), name
 
 
 @pytest.mark.parametrize("variant", ["sctp-ms", "sctp-ms-cp"])
@@ -164,8 +169,22 @@ def test_under_10_percent_loss(job, variant):
     work, sums = job
     check_run(work, sums, f"loss-{variant}", "loss", N_LOSS + 1)
     tcp, sctp = opened(work / f"loss-{variant}.pcap")
-    one_data = {"sctp-ms": 1, "sctp-ms-cp": 1, "tcp-pipelined": 2}
+    one_data = {"sctp-ms": 1, "sctp-ms-cp": 1, "tcp-pipelined": 2, "xftp": 1}
     assert (tcp + sctp) == one_data.get(variant, N_LOSS + 3)
+
+
+def test_xftp_under_loss_small_and_big(job):
+    """The acceptance sets (100 x 10 kB, 3 x 1 MB) at 10% loss: byte-exact, with N
+    connections per transfer opened by the server."""
+    work, sums = job
+    for name, folder, nfiles in (("loss-small-xftp", "small", N_SMALL),
+                                 ("loss-big-xftp", "big", N_BIG)):
+        ev = check_run(work, sums, name, folder, nfiles)
+        assert opened(work / f"{name}.pcap") == (1, 0), name
+        assert opened(work / f"{name}.pcap", by=SERVER_IP) == \
+            (XFTP_CONNECTIONS * (nfiles + 1), 0), name
+        conns = [e["connections"] for e in ev if e["event"] == "data_connections"]
+        assert conns == [XFTP_CONNECTIONS] * (nfiles + 1), name
 
 
 def test_tcp_pipelined_under_loss_small_and_big(job):

@@ -80,9 +80,23 @@ def test_tcp_profiles_multiply_tcp_pipelined_too(tmp_path):
     assert len(keys) == 2 * (2 + 1)
 
 
+def test_xftp_is_a_point_per_number_of_connections(tmp_path):
+    experiment = spec.load(str(write(tmp_path, GOOD.replace(
+        'variants = ["tcp", "sctp-ms"]', 'variants = ["tcp", "xftp"]\nparallel = [1, 4, 4, 8]'))))
+    found = {p.key: p.as_row() for p in points(experiment)}
+    assert len(found) == 2 * 2 * (1 + 3)   # per loss and TCP profile: tcp, xftp x 1, 4, 8
+    xftp = found["lan_loss0_10Kx3_xftp4_tcp-linux_linux"]
+    assert (xftp["variant"], xftp["parallel"]) == ("xftp", 4)
+    assert found["lan_loss0_10Kx3_tcp_tcp-linux_linux"]["parallel"] == 0
+    assert experiment.settings.parallel == (1, 4, 8)
+
+
 @pytest.mark.parametrize("change, key, reason", [
-    (("variants = [\"tcp\", \"sctp-ms\"]", "variants = [\"tcp\", \"xftp\"]"),
-     "matrix.variants", "'xftp' is not implemented yet"),
+    (("files = 3", "files = 3\nparallel = [2]"), "matrix.parallel", "applies to xftp only"),
+    (("variants = [\"tcp\", \"sctp-ms\"]", "variants = [\"tcp\", \"xftp\"]\nparallel = [0]"),
+     "matrix.parallel", "1 to 16"),
+    (("variants = [\"tcp\", \"sctp-ms\"]", "variants = [\"xftp\"]\nparallel = [4, \"8\"]"),
+     "matrix.parallel", "'8'"),
     (("delay = \"1ms\"", "delay = \"1ms\"\ncolour = \"red\""), "network.paths[0].colour",
      "unknown key"),
     (("[matrix]", "[matrix]\nlosses = [0.1]"), "matrix.losses", "unknown key"),
