@@ -58,6 +58,9 @@ if [ "$test_tools" -eq 1 ]; then
     # peers of the xftp variant's tests: the Grid Community Toolkit's GridFTP server and
     # client (MODE E both ways) and aria2's segmented download
     globus-gridftp-server-progs globus-gass-copy-progs aria2
+    # peers of httpd and httpc: stock web servers (httpc pipelines against them) and
+    # pipelining load generators (h2load --h1 -m N, wrk); curl is in the base set
+    lighttpd nginx-light nghttp2-client wrk
     # a one-node Slurm cluster, started by the tests in a folder of their own
     slurmctld slurmd slurm-client munge
   )

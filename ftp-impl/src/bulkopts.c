@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cliargs.h"
 #include "str.h"
 
 static const char usage_text[] =
@@ -92,82 +93,20 @@ static const unsigned char modes_of[] = {
     [O_ACCEPT_TO - O_PROTO] = M_RECV, [O_DRAIN_TO - O_PROTO] = M_SEND,
     [O_HELP - O_PROTO] = M_BOTH};
 
-static void usage_exit(const char *why) {
-  if (why != NULL) {
-    fprintf(stderr, "bulkflow: %s\n", why);
-  }
-  fputs(usage_text, stderr);
-  exit(2);
-}
-
-static void unknown_exit(const char *word) {
-  char msg[256];
-  (void)str_fmt(msg, sizeof msg, "unknown option or missing value: %.200s",
-                word);
-  usage_exit(msg);
-}
-
-static void unexpected_exit(const char *word) {
-  char msg[256];
-  (void)str_fmt(msg, sizeof msg, "unexpected argument: %.200s", word);
-  usage_exit(msg);
-}
-
-static void bad_value(const char *opt, const char *need) {
-  char msg[256];
-  (void)str_fmt(msg, sizeof msg, "--%s: %s", opt, need);
-  usage_exit(msg);
-}
-
-/* A whole number within [lo, hi], else a usage error naming the option. */
-static int int_arg(const char *opt, const char *s, int lo, int hi) {
-  char need[96];
-  uint64_t v;
-  if (str_to_u64(s, (uint64_t)hi, &v) == 0 && v >= (uint64_t)lo) {
-    return (int)v;
-  }
-  (void)str_fmt(need, sizeof need, "need a whole number from %d to %d", lo, hi);
-  bad_value(opt, need);
-  return 0;
-}
-
-static void set_addr(const char *opt, const char *s, struct addr *a,
-                     int port_needed) {
-  if (addr_parse_hostport(s, 0, a) != 0) {
-    bad_value(opt, "not an address (ADDR:PORT)");
-  }
-  if (port_needed && addr_port(a) == 0) {
-    bad_value(opt, "needs a port (ADDR:PORT, PORT > 0)");
-  }
-}
-
-static void set_proto(struct bulkopts *o, const char *s) {
-  if (strcmp(s, "tcp") == 0) {
-    o->proto = XP_TCP;
-  } else if (strcmp(s, "sctp") == 0) {
-    o->proto = XP_SCTP;
-  } else {
-    bad_value("proto", "tcp or sctp");
-  }
-}
-
 static void set_bind(struct bulkopts *o, const char *s) {
-  set_addr("bind", s, &o->bind_addr, 0);
-  if (addr_port(&o->bind_addr) != 0) {
-    bad_value("bind", "takes an address without a port");
-  }
+  cli_host("bind", s, &o->bind_addr);
   o->has_bind = 1;
 }
 
 static void set_duration(struct bulkopts *o, const char *s) {
   if (str_to_decimal(s, 86400, &o->duration_s) != 0 || o->duration_s <= 0) {
-    bad_value("duration", "need seconds, more than 0 and at most 86400");
+    cli_bad_value("duration", "need seconds, more than 0 and at most 86400");
   }
 }
 
 static void set_start_at(struct bulkopts *o, const char *s) {
   if (str_to_decimal(s, 1e9, &o->start_at) != 0) {
-    bad_value("start-at", "need CLOCK_MONOTONIC seconds (e.g. 1234.5)");
+    cli_bad_value("start-at", "need CLOCK_MONOTONIC seconds (e.g. 1234.5)");
   }
   o->has_start_at = 1;
 }
@@ -175,32 +114,32 @@ static void set_start_at(struct bulkopts *o, const char *s) {
 static void handle_opt(struct bulkopts *o, int c, const char *arg,
                        unsigned *seen) {
   switch (c) {
-  case O_PROTO: set_proto(o, arg); break;
-  case O_LISTEN: set_addr("listen", arg, &o->addr, 0); break;
-  case O_TO: set_addr("to", arg, &o->addr, 1); break;
+  case O_PROTO: o->proto = cli_proto("proto", arg); break;
+  case O_LISTEN: cli_addr("listen", arg, &o->addr, 0); break;
+  case O_TO: cli_addr("to", arg, &o->addr, 1); break;
   case O_BIND: set_bind(o, arg); break;
   case O_DURATION: set_duration(o, arg); break;
   case O_START_AT: set_start_at(o, arg); break;
-  case O_MAXSEG: o->xp.maxseg = int_arg("maxseg", arg, 64, 65535); break;
-  case O_SNDBUF: o->xp.sndbuf = int_arg("sndbuf", arg, 1024, 1 << 30); break;
-  case O_RCVBUF: o->xp.rcvbuf = int_arg("rcvbuf", arg, 1024, 1 << 30); break;
+  case O_MAXSEG: o->xp.maxseg = cli_int("maxseg", arg, 64, 65535); break;
+  case O_SNDBUF: o->xp.sndbuf = cli_int("sndbuf", arg, 1024, 1 << 30); break;
+  case O_RCVBUF: o->xp.rcvbuf = cli_int("rcvbuf", arg, 1024, 1 << 30); break;
   case O_WRITE_SIZE:
-    o->write_size = (size_t)int_arg("write-size", arg, 1, 1 << 24);
+    o->write_size = (size_t)cli_int("write-size", arg, 1, 1 << 24);
     break;
-  case O_SAMPLE_MS: o->sample_ms = int_arg("sample-ms", arg, 10, 60000); break;
+  case O_SAMPLE_MS: o->sample_ms = cli_int("sample-ms", arg, 10, 60000); break;
   case O_STALL:
-    o->stall_timeout_s = int_arg("stall-timeout", arg, 1, 86400);
+    o->stall_timeout_s = cli_int("stall-timeout", arg, 1, 86400);
     break;
-  case O_NODELAY: o->xp.nodelay = int_arg("nodelay", arg, 0, 1); break;
+  case O_NODELAY: o->xp.nodelay = cli_int("nodelay", arg, 0, 1); break;
   case O_NO_DELACK: o->no_delayed_ack = 1; break;
   case O_ACCEPT_TO:
-    o->accept_timeout_s = int_arg("accept-timeout", arg, 1, 86400);
+    o->accept_timeout_s = cli_int("accept-timeout", arg, 1, 86400);
     break;
   case O_DRAIN_TO:
-    o->drain_timeout_s = int_arg("drain-timeout", arg, 1, 86400);
+    o->drain_timeout_s = cli_int("drain-timeout", arg, 1, 86400);
     break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
-  default: usage_exit(NULL);
+  default: cli_usage_exit(NULL);
   }
   *seen |= 1u << (c - O_PROTO);
 }
@@ -223,7 +162,7 @@ static enum bulk_mode parse_mode(int argc, char **argv) {
   }
   if (argc < 2 ||
       (strcmp(argv[1], "send") != 0 && strcmp(argv[1], "recv") != 0)) {
-    usage_exit("the first argument must be send or recv");
+    cli_usage_exit("the first argument must be send or recv");
   }
   return argv[1][0] == 's' ? BULK_SEND : BULK_RECV;
 }
@@ -237,7 +176,7 @@ static void check_mode(const struct bulkopts *o, int c) {
   (void)str_fmt(msg, sizeof msg, "--%s is a %s option",
                 longopts[c - O_PROTO].name,
                 o->mode == BULK_SEND ? "recv" : "send");
-  usage_exit(msg);
+  cli_usage_exit(msg);
 }
 
 static void require(unsigned seen, int c) {
@@ -247,7 +186,7 @@ static void require(unsigned seen, int c) {
   }
   (void)str_fmt(msg, sizeof msg, "--%s is required",
                 longopts[c - O_PROTO].name);
-  usage_exit(msg);
+  cli_usage_exit(msg);
 }
 
 /* SCTP: whole DATA chunks (a multiple of --maxseg), and a message the send
@@ -262,25 +201,26 @@ static void finish_write_size(struct bulkopts *o, unsigned seen) {
   }
   if (o->proto == XP_SCTP && o->xp.sndbuf > 0 &&
       o->write_size > (size_t)o->xp.sndbuf) {
-    usage_exit("--write-size: an SCTP message must fit in --sndbuf");
+    cli_usage_exit("--write-size: an SCTP message must fit in --sndbuf");
   }
 }
 
 void bulkopts_parse(int argc, char **argv, struct bulkopts *o) {
   int c;
   unsigned seen = 0;
+  cli_init("bulkflow", usage_text);
   set_defaults(o, parse_mode(argc, argv));
   opterr = 0; /* our own message, naming the program */
   /* getopt_long from the word after the mode. */
   while ((c = getopt_long(argc - 1, argv + 1, "", longopts, NULL)) != -1) {
     if (c == '?' || c == ':') {
-      unknown_exit(argv[optind]); /* argv + 1 was parsed: optind - 1 + 1 */
+      cli_unknown_exit(argv[optind]); /* argv + 1 was parsed: optind - 1 + 1 */
     }
     check_mode(o, c);
     handle_opt(o, c, optarg, &seen);
   }
   if (optind < argc - 1) {
-    unexpected_exit(argv[optind + 1]);
+    cli_unexpected_exit(argv[optind + 1]);
   }
   require(seen, O_PROTO);
   if (o->mode == BULK_RECV) {

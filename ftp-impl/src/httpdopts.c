@@ -1,0 +1,179 @@
+/* httpdopts.c - parse the httpd command line (see httpdopts.h). */
+#define _GNU_SOURCE
+#include "httpdopts.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cliargs.h"
+#include "str.h"
+
+struct httpd_opts httpd_opts;
+
+static const char usage_text[] =
+    "usage: httpd --root DIR [--listen ADDR:PORT] [--listen-sctp ADDR:PORT] "
+    "[options]\n"
+    "  --root DIR            the served directory; nothing outside it is "
+    "served\n"
+    "  --listen ADDR:PORT    HTTP over TCP (port 0: any free port)\n"
+    "  --listen-sctp ADDR:PORT  HTTP over SCTP, a request's answer on its "
+    "stream\n"
+    "  --streams N           SCTP streams offered each way (default 64)\n"
+    "  --write-size BYTES    bytes per write; SCTP: per message (default "
+    "1024)\n"
+    "  --max-requests N      per connection (default 10000)\n"
+    "  --idle-timeout S      between requests (default 60)\n"
+    "  --header-timeout S    to receive one request head (default 20)\n"
+    "  --io-timeout S        one blocked send or receive (default 60)\n"
+    "  --max-clients N       concurrent connections, 503 beyond (default "
+    "50)\n"
+    "  --max-sessions N      exit after N connections have ended (default: "
+    "never)\n"
+    "  --max-head BYTES      request line and headers (default 8192)\n"
+    "  --max-target BYTES    request target (default 2048)\n"
+    "  --max-headers N       header fields (default 100)\n"
+    "  --sndbuf/--rcvbuf BYTES  SO_SNDBUF / SO_RCVBUF\n"
+    "  --nodelay 0|1         TCP_NODELAY / SCTP_NODELAY (default 1)\n"
+    "  --log FILE            one line per request (\"-\": stderr)\n"
+    "Prints \"listening tcp|sctp ADDR:PORT\" per listener on stdout.\n";
+
+enum {
+  O_ROOT = 256,
+  O_LISTEN,
+  O_LISTEN_SCTP,
+  O_STREAMS,
+  O_WRITE_SIZE,
+  O_MAX_REQ,
+  O_IDLE,
+  O_HEADER_TO,
+  O_IO_TO,
+  O_MAX_CLIENTS,
+  O_MAX_SESSIONS,
+  O_MAX_HEAD,
+  O_MAX_TARGET,
+  O_MAX_HEADERS,
+  O_SNDBUF,
+  O_RCVBUF,
+  O_NODELAY,
+  O_LOG,
+  O_HELP
+};
+
+static const struct option longopts[] = {
+    {"root", required_argument, NULL, O_ROOT},
+    {"listen", required_argument, NULL, O_LISTEN},
+    {"listen-sctp", required_argument, NULL, O_LISTEN_SCTP},
+    {"streams", required_argument, NULL, O_STREAMS},
+    {"write-size", required_argument, NULL, O_WRITE_SIZE},
+    {"max-requests", required_argument, NULL, O_MAX_REQ},
+    {"idle-timeout", required_argument, NULL, O_IDLE},
+    {"header-timeout", required_argument, NULL, O_HEADER_TO},
+    {"io-timeout", required_argument, NULL, O_IO_TO},
+    {"max-clients", required_argument, NULL, O_MAX_CLIENTS},
+    {"max-sessions", required_argument, NULL, O_MAX_SESSIONS},
+    {"max-head", required_argument, NULL, O_MAX_HEAD},
+    {"max-target", required_argument, NULL, O_MAX_TARGET},
+    {"max-headers", required_argument, NULL, O_MAX_HEADERS},
+    {"sndbuf", required_argument, NULL, O_SNDBUF},
+    {"rcvbuf", required_argument, NULL, O_RCVBUF},
+    {"nodelay", required_argument, NULL, O_NODELAY},
+    {"log", required_argument, NULL, O_LOG},
+    {"help", no_argument, NULL, O_HELP},
+    {NULL, 0, NULL, 0}};
+
+static void set_root(const char *arg) {
+  if (realpath(arg, httpd_opts.root) == NULL) {
+    cli_bad_value("root", "not an existing directory");
+  }
+}
+
+static void handle_opt(int c, const char *arg) {
+  struct httpd_opts *o = &httpd_opts;
+  switch (c) {
+  case O_ROOT: set_root(arg); break;
+  case O_LISTEN: o->listen_tcp = arg; break;
+  case O_LISTEN_SCTP: o->listen_sctp = arg; break;
+  case O_STREAMS: o->xp.streams = cli_int("streams", arg, 1, 65535); break;
+  case O_WRITE_SIZE:
+    o->write_size = (size_t)cli_int("write-size", arg, 1, 1 << 20);
+    break;
+  case O_MAX_REQ:
+    o->max_requests = cli_int("max-requests", arg, 1, 1 << 30);
+    break;
+  case O_IDLE:
+    o->idle_timeout_s = cli_int("idle-timeout", arg, 1, 86400);
+    break;
+  case O_HEADER_TO:
+    o->header_timeout_s = cli_int("header-timeout", arg, 1, 86400);
+    break;
+  case O_IO_TO:
+    o->xp.io_timeout_s = cli_int("io-timeout", arg, 1, 86400);
+    break;
+  case O_MAX_CLIENTS:
+    o->max_clients = cli_int("max-clients", arg, 1, 10000);
+    break;
+  case O_MAX_SESSIONS:
+    o->max_sessions = cli_int("max-sessions", arg, 1, 1 << 30);
+    break;
+  case O_MAX_HEAD:
+    o->limits.max_head = (size_t)cli_int("max-head", arg, 256, 1 << 20);
+    break;
+  case O_MAX_TARGET:
+    o->limits.max_target =
+        (size_t)cli_int("max-target", arg, 16, HTTP_TARGET_CAP);
+    break;
+  case O_MAX_HEADERS:
+    o->limits.max_headers = (unsigned)cli_int("max-headers", arg, 1, 10000);
+    break;
+  case O_SNDBUF: o->xp.sndbuf = cli_int("sndbuf", arg, 1024, 1 << 30); break;
+  case O_RCVBUF: o->xp.rcvbuf = cli_int("rcvbuf", arg, 1024, 1 << 30); break;
+  case O_NODELAY: o->xp.nodelay = cli_int("nodelay", arg, 0, 1); break;
+  case O_LOG: o->log_path = arg; break;
+  case O_HELP: fputs(usage_text, stdout); exit(0);
+  default: cli_usage_exit(NULL);
+  }
+}
+
+static void set_defaults(void) {
+  struct httpd_opts *o = &httpd_opts;
+  memset(o, 0, sizeof *o);
+  xp_opts_default(&o->xp);
+  o->xp.streams = 64;
+  o->listen_tcp = "";
+  o->listen_sctp = "";
+  o->write_size = 1024;
+  o->max_requests = 10000;
+  o->idle_timeout_s = 60;
+  o->header_timeout_s = 20;
+  o->max_clients = 50;
+  o->limits.max_head = 8192;
+  o->limits.max_target = 2048;
+  o->limits.max_headers = 100;
+}
+
+void httpd_opts_parse(int argc, char **argv) {
+  int c;
+  cli_init("httpd", usage_text);
+  set_defaults();
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    if (c == '?' || c == ':') {
+      cli_unknown_exit(argv[optind - 1]);
+    }
+    handle_opt(c, optarg);
+  }
+  if (optind < argc) {
+    cli_unexpected_exit(argv[optind]);
+  }
+  if (httpd_opts.root[0] == '\0') {
+    cli_usage_exit("--root is required");
+  }
+  if (httpd_opts.listen_tcp[0] == '\0' && httpd_opts.listen_sctp[0] == '\0') {
+    cli_usage_exit("--listen or --listen-sctp is required");
+  }
+  if (httpd_opts.limits.max_target + 32 > httpd_opts.limits.max_head) {
+    cli_usage_exit("--max-target must leave room in --max-head");
+  }
+}

@@ -1,0 +1,98 @@
+/* httpreply.c - response heads and bodies (see httpreply.h). */
+#include "httpreply.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpmsg.h"
+#include "str.h"
+#include "sysutil.h"
+
+#define HEAD_CAP 512
+
+static int format_head(char *dst, size_t cap, int status, uint64_t length,
+                       const char *type, int keep_alive) {
+  return str_fmt(dst, cap,
+                 "HTTP/1.1 %d %s\r\nServer: testbed-httpd\r\n"
+                 "Content-Type: %s\r\nContent-Length: %llu\r\n%s"
+                 "Connection: %s\r\n\r\n",
+                 status, http_reason(status), type, (unsigned long long)length,
+                 status == 405 ? "Allow: GET, HEAD\r\n" : "",
+                 keep_alive ? "keep-alive" : "close");
+}
+
+/* The first write carries the head and up to write_size body bytes, each
+ * later one write_size bytes: the published server's 1 KB writes. */
+static int send_body(const struct http_reply *r, char *buf, size_t have, int fd,
+                     uint64_t left) {
+  for (;;) {
+    size_t room = r->write_size + HEAD_CAP - have;
+    size_t want = left < (uint64_t)r->write_size ? (size_t)left : r->write_size;
+    ssize_t got = 0;
+    if (want > room) {
+      want = room;
+    }
+    if (want > 0) {
+      got = sys_read(fd, buf + have, want);
+      if (got <= 0) {
+        return -1;
+      }
+    }
+    have += (size_t)got;
+    left -= (uint64_t)got;
+    if (have > 0 && xp_send(r->c, buf, have, r->sid) != 0) {
+      return -1;
+    }
+    if (left == 0) {
+      return 0;
+    }
+    have = 0;
+  }
+}
+
+int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
+                    const char *content_type) {
+  char *buf = sys_malloc(r->write_size + HEAD_CAP);
+  int rc;
+  if (format_head(buf, HEAD_CAP, 200, size, content_type, r->keep_alive) != 0) {
+    free(buf);
+    return -1;
+  }
+  rc = send_body(r, buf, strlen(buf), fd, r->head_only ? 0 : size);
+  free(buf);
+  return rc;
+}
+
+int http_reply_error(const struct http_reply *r, int status) {
+  char head[HEAD_CAP], body[256];
+  (void)str_fmt(body, sizeof body,
+                "<!DOCTYPE html><title>%d %s</title><h1>%d %s</h1>\n", status,
+                http_reason(status), status, http_reason(status));
+  if (format_head(head, sizeof head, status, strlen(body), "text/html",
+                  r->keep_alive) != 0 ||
+      (!r->head_only && str_append(head, sizeof head, body) != 0)) {
+    errno = EOVERFLOW;
+    return -1;
+  }
+  return xp_send(r->c, head, strlen(head), r->sid);
+}
+
+const char *http_content_type(const char *name) {
+  static const char *const types[][2] = {
+      {".html", "text/html"},       {".htm", "text/html"},
+      {".txt", "text/plain"},       {".css", "text/css"},
+      {".js", "text/javascript"},   {".png", "image/png"},
+      {".jpg", "image/jpeg"},       {".gif", "image/gif"},
+      {".json", "application/json"}};
+  const char *dot = strrchr(name, '.');
+  size_t i;
+  if (dot != NULL && strchr(dot, '/') == NULL) {
+    for (i = 0; i < sizeof types / sizeof types[0]; i++) {
+      if (str_eq_nocase(dot, types[i][0])) {
+        return types[i][1];
+      }
+    }
+  }
+  return "application/octet-stream";
+}

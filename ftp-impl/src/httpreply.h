@@ -1,0 +1,28 @@
+/* httpreply.h - what httpd writes: response heads and bodies, on one TCP
+ * connection or on one SCTP stream (every write an SCTP message there). */
+#ifndef FTP_HTTPREPLY_H
+#define FTP_HTTPREPLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport.h"
+
+struct http_reply {
+  const struct xp_conn *c;
+  unsigned sid;      /* SCTP stream (TCP: 0) */
+  size_t write_size; /* bytes per write; the head rides in the first */
+  int head_only;     /* HEAD: the head of what GET would send */
+  int keep_alive;    /* 0: "Connection: close" */
+};
+
+/* 200 with a file's bytes (fd open, size bytes from its start).  0 sent,
+ * -1 the connection failed (or the file shrank: the answer is cut short). */
+int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
+                    const char *content_type);
+/* An error status with a short HTML body (405 adds Allow: GET, HEAD). */
+int http_reply_error(const struct http_reply *r, int status);
+/* The media type for a file name, from its extension. */
+const char *http_content_type(const char *name);
+
+#endif
