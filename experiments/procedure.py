@@ -63,6 +63,7 @@ POLL_S = 0.05
 # The programs print this line on stdout once they listen (ftpd: on TCP and SCTP both).
 READY = "ready"
 FTP_PORT = 21
+HTTP_PORT = 80
 
 
 class RunFailure(Exception):
@@ -307,6 +308,24 @@ def bulk_sender_argv(bulkflow: str, proto: str, address: str, port: int, duratio
                      start_at: float, options: Sequence[str] = ()) -> list[str]:
     return [bulkflow, "send", "--proto", proto, "--to", f"{address}:{port}",
             "--duration", f"{duration_s:g}", "--start-at", f"{start_at:.6f}", *options]
+
+
+def http_server_argv(httpd: str, root: str, address: str, log: str, timeout_s: float,
+                     port: int = HTTP_PORT, options: Sequence[str] = ()) -> list[str]:
+    """httpd serving `root` over TCP and SCTP on one address, its idle and I/O limits the
+    run's (a lossy slow path's backed-off timers outlast its defaults)."""
+    return [httpd, "--root", root, "--listen", f"{address}:{port}",
+            "--listen-sctp", f"{address}:{port}", "--log", log,
+            "--idle-timeout", str(int(timeout_s)), "--header-timeout", str(int(timeout_s)),
+            "--io-timeout", str(int(timeout_s)), *options]
+
+
+def http_client_argv(httpc: str, proto: str, server: str, out: str, timeout_s: float,
+                     paths: Sequence[str], port: int = HTTP_PORT,
+                     options: Sequence[str] = ()) -> list[str]:
+    """httpc fetching `paths` (the document, then its objects) over `proto`."""
+    return [httpc, "--proto", proto, "--server", f"{server}:{port}", "--out", out,
+            "--timeout", str(int(timeout_s)), *options, *paths]
 
 
 # -- command line ---------------------------------------------------------------------------------

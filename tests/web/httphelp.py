@@ -1,0 +1,172 @@
+"""Starting httpd and the stock peers (lighttpd, nginx) on loopback for the host tests of
+the HTTP programs; the pinned kernel's tests (SCTP) are in test_http_kernel.py."""
+from __future__ import annotations
+
+import json
+
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tests.ftp.ftphelp import IMPL, fd_count, free_port
+
+PAGE_OBJECTS = 7
+
+
+def make_site(root: Path, seed: int = 3) -> dict[str, bytes]:
+    """The study's page: a 50 KB document naming 7 embedded 4 KB objects, plus what the
+    hostile tests aim at (a subdirectory with an index, a file outside, links leaving)."""
+    import random
+
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    files: dict[str, bytes] = {}
+    images = "".join(f'<img src="o{i}.png">' for i in range(1, PAGE_OBJECTS + 1))
+    doc = f"<!DOCTYPE html><html><body>{images}<p>".encode()
+    files["page.html"] = doc + b"x" * (51_200 - len(doc) - 4) + b"</p>"
+    for i in range(1, PAGE_OBJECTS + 1):
+        files[f"o{i}.png"] = rng.randbytes(4096)
+    files["sub/index.html"] = b"inner\n"
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    outside = root.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret.txt").write_text("secret\n")
+    (root / "outlink").symlink_to(outside)
+    (root / "outfile").symlink_to(outside / "secret.txt")
+    return files
+
+
+def page_paths() -> list[str]:
+    return ["/page.html"] + [f"/o{i}.png" for i in range(1, PAGE_OBJECTS + 1)]
+
+
+class Httpd:
+    """httpd on 127.0.0.1 with a free port, its log in the test's folder."""
+
+    def __init__(self, bindir: Path, root: Path, *args: str, tmp: Path) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.log = tmp / "httpd.log"
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [str(bindir / "httpd"), "--root", str(root), "--listen", f"127.0.0.1:{self.port}",
+             "--log", str(self.log), *args],
+            stdout=subprocess.PIPE, stderr=open(tmp / "httpd.stderr", "w"), text=True)
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip() == "ready":
+                break
+        else:
+            raise AssertionError(f"httpd did not start: {(tmp / 'httpd.stderr').read_text()}")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def fds(self) -> int:
+        return fd_count(self.proc.pid)
+
+    def children(self) -> list[int]:
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True,
+                             text=True).stdout
+        return [int(p) for p in out.split()]
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Every connection's process has ended (the lingering close takes up to 2 s)."""
+        deadline = time.monotonic() + timeout
+        while self.children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not self.children(), "connection processes still running"
+
+    def logtext(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def stop(self) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def raw(port: int, data: bytes, timeout: float = 10.0, shut: bool = True) -> bytes:
+    """Send bytes on a new connection, read until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        if shut:
+            s.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            try:
+                chunk = s.recv(1 << 16)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def statuses(reply: bytes) -> list[int]:
+    return [int(m) for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", reply)]
+
+
+def run_httpc(bindir: Path, *args: str, timeout: float = 120) -> tuple[int, list[dict], str]:
+    proc = subprocess.run([str(bindir / "httpc"), *args], capture_output=True, text=True,
+                          timeout=timeout)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return proc.returncode, events, proc.stderr
+
+
+def stock_server(kind: str, root: Path, tmp: Path) -> tuple[subprocess.Popen, int]:
+    """lighttpd or nginx serving root on 127.0.0.1, in the foreground, from a config of its
+    own in tmp."""
+    port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    if kind == "lighttpd":
+        conf = tmp / "lighttpd.conf"
+        conf.write_text(f'server.document-root = "{root}"\nserver.port = {port}\n'
+                        f'server.bind = "127.0.0.1"\nserver.errorlog = "{tmp}/error.log"\n'
+                        f'server.pid-file = "{tmp}/lighttpd.pid"\n'
+                        'server.max-keep-alive-requests = 1000\n'
+                        'mimetype.assign = (".html" => "text/html", "" => '
+                        '"application/octet-stream")\n')
+        argv = ["lighttpd", "-D", "-f", str(conf)]
+    else:
+        conf = tmp / "nginx.conf"
+        conf.write_text(f"daemon off;\npid {tmp}/nginx.pid;\nerror_log {tmp}/error.log;\n"
+                        "events {}\nhttp {\n"
+                        f"  access_log {tmp}/access.log;\n"
+                        f"  client_body_temp_path {tmp}/body;\n  proxy_temp_path {tmp}/proxy;\n"
+                        f"  fastcgi_temp_path {tmp}/fcgi;\n  uwsgi_temp_path {tmp}/uwsgi;\n"
+                        f"  scgi_temp_path {tmp}/scgi;\n"
+                        f"  server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n")
+        argv = ["nginx", "-c", str(conf), "-p", str(tmp)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"{kind} did not start: {(tmp / 'stderr').read_text()}")
+
+
+def wait_gone(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+

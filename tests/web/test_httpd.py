@@ -1,0 +1,202 @@
+"""httpd over TCP on loopback against clients nobody here wrote (curl, Python's http.client,
+h2load's pipelining, headless Chromium), and against hostile input: every bad request gets
+its status or a closed connection, the server stays up and leaks no descriptor."""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from tests.web.httphelp import page_paths, raw, statuses
+
+
+def curl(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["curl", "-sS", *args], capture_output=True, timeout=timeout)
+
+
+def test_curl_reuses_one_connection_and_gets_heads_and_404(httpd, site):
+    s = httpd()
+    urls = [f"{s.url}/page.html", f"{s.url}/o1.png", f"{s.url}/nothere", f"{s.url}/sub/"]
+    out = curl("-w", "%{http_code} %{size_download} %{num_connects}\n",
+               *[arg for url in urls for arg in ("-o", "/dev/null", url)])
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.decode().splitlines()]
+    assert [r[0] for r in rows] == ["200", "200", "404", "200"]
+    assert rows[0][1] == "51200" and rows[1][1] == "4096" and rows[3][1] == "6"
+    assert [r[2] for r in rows] == ["1", "0", "0", "0"]      # one connection for all four
+    head = curl("-I", f"{s.url}/o2.png")
+    assert b"HTTP/1.1 200 OK" in head.stdout and b"Content-Length: 4096" in head.stdout
+    s.settle()
+    assert s.logtext().count("CONNECT tcp") == 2
+
+
+def test_a_100_mb_file_arrives_byte_exact(httpd, site, tmp_path):
+    big = site[0] / "big.bin"
+    with big.open("wb") as f:
+        for i in range(100):
+            f.write(hashlib.sha256(str(i).encode()).digest() * 32768)
+    got = tmp_path / "got.bin"
+    out = curl("-o", str(got), f"{httpd().url}/big.bin", timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert got.stat().st_size == 100 * (1 << 20)
+    assert got.read_bytes() == big.read_bytes()
+
+
+def test_python_http_client_on_a_persistent_connection(httpd, site):
+    s = httpd()
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    for path in page_paths():
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.read() == site[1][path.lstrip("/")]
+    conn.request("HEAD", "/o3.png")
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Length") == "4096"
+    assert resp.read() == b""
+    conn.request("GET", "/missing.png")
+    resp = conn.getresponse()
+    assert resp.status == 404 and b"404" in resp.read()
+    conn.request("GET", "/o4.png")
+    assert conn.getresponse().read() == site[1]["o4.png"]
+    conn.close()
+    s.settle()
+    assert s.logtext().count("CONNECT tcp") == 1
+    assert "CLOSE after 11 requests" in s.logtext()
+
+
+@pytest.mark.parametrize("request_bytes, want", [
+    (b"GET /" + b"a" * 3000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n", 431),
+    (b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-A: 1\r\n" * 150 + b"\r\n", 431),
+    (b"GARBAGE\r\n\r\n", 400),
+    (b"GET /page.html HTTP/1.1\r\n\r\n", 400),                        # no Host
+    (b"GET /page.html HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    (b"POST /page.html HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 405),
+    (b"GET /page\x00.html HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET /page%00.html HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET /page.html HTTP/1.1\nHost: x\n\n", 400),                   # bare LF
+    (b"GET /page.html HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400),
+    (b"GET /../../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", 403),
+    (b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n", 403),
+    (b"GET /outfile HTTP/1.1\r\nHost: x\r\n\r\n", 403),
+    (b"GET /outlink/secret.txt HTTP/1.1\r\nHost: x\r\n\r\n", 403),
+    (b"GET http://evil/ HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+    (b"GET /page.html HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n", 400),
+])
+def test_hostile_requests_get_their_status_and_the_server_stays_whole(httpd, request_bytes,
+                                                                      want):
+    s = httpd()
+    before = s.fds()
+    reply = raw(s.port, request_bytes)
+    assert statuses(reply)[:1] == [want], reply[:300]
+    assert b"secret" not in reply
+    s.settle()
+    assert s.alive() and s.fds() == before
+
+
+def test_ten_thousand_pipelined_requests_in_one_write_are_answered_in_order(httpd, site):
+    s = httpd("--max-requests", "20000")
+    names = [f"o{1 + i % 7}.png" for i in range(10_000)]
+    batch = b"".join(f"HEAD /{n} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for n in names)
+    batch += b"GET /o1.png HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    reply = raw(s.port, batch, timeout=60, shut=False)
+    assert statuses(reply) == [200] * 10_001
+    assert reply.endswith(site[1]["o1.png"])
+    assert reply.count(b"Connection: close") == 1
+    s.settle()
+    assert "CLOSE after 10001 requests" in s.logtext()
+
+
+def test_the_request_limit_closes_the_connection_after_its_last_answer(httpd):
+    s = httpd("--max-requests", "3")
+    batch = b"HEAD /o1.png HTTP/1.1\r\nHost: x\r\n\r\n" * 5
+    reply = raw(s.port, batch, shut=False)
+    assert statuses(reply) == [200] * 3
+    assert reply.count(b"Connection: close") == 1
+
+
+def test_a_slow_client_gets_408_and_an_idle_one_is_dropped(httpd):
+    s = httpd("--header-timeout", "2", "--idle-timeout", "2")
+    before = s.fds()
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        start = time.monotonic()
+        reply = b""
+        for byte in b"GET /page.html HTTP/1.1\r\nHost: x\r\n":
+            try:
+                c.send(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.25)
+            if time.monotonic() - start > 4:
+                break
+        c.settimeout(5)
+        try:
+            while chunk := c.recv(4096):
+                reply += chunk
+        except (ConnectionResetError, TimeoutError):
+            pass
+        assert statuses(reply) == [408]
+        assert time.monotonic() - start < 6
+    with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+        start = time.monotonic()
+        assert c.recv(10) == b""                    # nothing sent: closed after 2 s
+        assert 1.5 < time.monotonic() - start < 5
+    s.settle()
+    assert s.alive() and s.fds() == before
+
+
+def test_past_the_client_limit_a_503_and_the_rest_served(httpd):
+    s = httpd("--max-clients", "2")
+    held = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(2)]
+    time.sleep(0.3)
+    third = raw(s.port, b"GET /o1.png HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert statuses(third) == [503]
+    for c in held:
+        c.sendall(b"GET /o1.png HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := c.recv(65536):
+            data += chunk
+        assert statuses(data) == [200]
+        c.close()
+    assert "REFUSED connection: 2 clients already" in s.logtext()
+
+
+def test_h2load_pipelines_against_httpd(httpd):
+    h2load = shutil.which("h2load")
+    assert h2load, "h2load is missing: make setup-test installs nghttp2-client"
+    s = httpd()
+    out = subprocess.run([h2load, "--h1", "-n", "2000", "-c", "4", "-m", "16",
+                          f"{s.url}/o1.png"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                  r"(\d+) failed, (\d+) errored", out.stdout)
+    assert m and m.group(4) == "2000" and m.group(5) == "0", out.stdout
+    assert re.search(r"status codes: 2000 2xx", out.stdout), out.stdout
+    s.settle()
+    assert s.logtext().count("CONNECT tcp") == 4
+
+
+def test_chromium_loads_the_page_and_every_object(httpd, tmp_path):
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: make setup-test installs it"
+    s = httpd()
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    out = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--disable-background-networking", "--no-first-run",
+                          f"--user-data-dir={profile}", "--virtual-time-budget=5000",
+                          "--dump-dom", f"{s.url}/page.html"],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("<img") == 7
+    log = s.logtext()
+    assert "GET /page.html 200 51200" in log
+    for i in range(1, 8):
+        assert f"GET /o{i}.png 200 4096" in log, log
