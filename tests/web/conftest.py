@@ -1,8 +1,14 @@
 import pytest
 
+from tests.ftp import conftest as ftp_conftest
 from tests.ftp import ftphelp
-from tests.ftp.conftest import tmp_path  # noqa: F401  (a folder every user can reach)
 from tests.web import httphelp
+
+
+@pytest.fixture
+def tmp_path(request):
+    """A folder every user can reach (see tests/ftp/conftest.py)."""
+    yield from ftp_conftest.tmp_path.__wrapped__(request)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@ the HTTP programs; the pinned kernel's tests (SCTP) are in test_http_kernel.py."
 from __future__ import annotations
 
 import json
-
 import re
 import signal
 import socket
@@ -11,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.ftp.ftphelp import IMPL, fd_count, free_port
+from tests.ftp.ftphelp import fd_count, free_port
 
 PAGE_OBJECTS = 7
 
@@ -52,10 +51,11 @@ class Httpd:
         tmp.mkdir(parents=True, exist_ok=True)
         self.log = tmp / "httpd.log"
         self.port = free_port()
-        self.proc = subprocess.Popen(
-            [str(bindir / "httpd"), "--root", str(root), "--listen", f"127.0.0.1:{self.port}",
-             "--log", str(self.log), *args],
-            stdout=subprocess.PIPE, stderr=open(tmp / "httpd.stderr", "w"), text=True)
+        with open(tmp / "httpd.stderr", "w") as err:
+            self.proc = subprocess.Popen(
+                [str(bindir / "httpd"), "--root", str(root), "--listen",
+                 f"127.0.0.1:{self.port}", "--log", str(self.log), *args],
+                stdout=subprocess.PIPE, stderr=err, text=True)
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if line.strip() == "ready":
@@ -148,7 +148,8 @@ def stock_server(kind: str, root: Path, tmp: Path) -> tuple[subprocess.Popen, in
                         f"  scgi_temp_path {tmp}/scgi;\n"
                         f"  server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n")
         argv = ["nginx", "-c", str(conf), "-p", str(tmp)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(tmp / "stderr", "w"))
+    with open(tmp / "stderr", "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
