@@ -36,7 +36,9 @@ static const char usage_text[] =
     "  --max-headers N       header fields (default 100)\n"
     "  --sndbuf/--rcvbuf BYTES  SO_SNDBUF / SO_RCVBUF\n"
     "  --nodelay 0|1         TCP_NODELAY / SCTP_NODELAY (default 1)\n"
-    "  --log FILE            one line per request (\"-\": stderr)\n"
+    "  --sctp-scheduler fcfs|rr  SCTP: queued answers sent first come first\n"
+    "                        served, or their streams in turn (default rr)\n"
+    "  --log FILE            one line per request (default stderr)\n"
     "Prints \"listening tcp|sctp ADDR:PORT\" per listener on stdout.\n";
 
 enum {
@@ -58,6 +60,7 @@ enum {
   O_RCVBUF,
   O_NODELAY,
   O_LOG,
+  O_SCHEDULER,
   O_HELP
 };
 
@@ -80,6 +83,7 @@ static const struct option longopts[] = {
     {"rcvbuf", required_argument, NULL, O_RCVBUF},
     {"nodelay", required_argument, NULL, O_NODELAY},
     {"log", required_argument, NULL, O_LOG},
+    {"sctp-scheduler", required_argument, NULL, O_SCHEDULER},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -87,6 +91,13 @@ static void set_root(const char *arg) {
   if (realpath(arg, httpd_opts.root) == NULL) {
     cli_bad_value("root", "not an existing directory");
   }
+}
+
+static void set_scheduler(const char *arg) {
+  if (strcmp(arg, "rr") != 0 && strcmp(arg, "fcfs") != 0) {
+    cli_bad_value("sctp-scheduler", "fcfs or rr");
+  }
+  httpd_opts.round_robin = arg[0] == 'r';
 }
 
 static void handle_opt(int c, const char *arg) {
@@ -131,6 +142,7 @@ static void handle_opt(int c, const char *arg) {
   case O_RCVBUF: o->xp.rcvbuf = cli_int("rcvbuf", arg, 1024, 1 << 30); break;
   case O_NODELAY: o->xp.nodelay = cli_int("nodelay", arg, 0, 1); break;
   case O_LOG: o->log_path = arg; break;
+  case O_SCHEDULER: set_scheduler(arg); break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
   default: cli_usage_exit(NULL);
   }
@@ -148,6 +160,7 @@ static void set_defaults(void) {
   o->idle_timeout_s = 60;
   o->header_timeout_s = 20;
   o->max_clients = 50;
+  o->round_robin = 1;
   o->limits.max_head = 8192;
   o->limits.max_target = 2048;
   o->limits.max_headers = 100;

@@ -18,7 +18,8 @@ struct httpd_opts {
   int header_timeout_s;    /* from a request's first byte to its blank line */
   int max_clients;         /* concurrent connections; 503 past it */
   int max_sessions;     /* stop after this many connections ended (0: never) */
-  const char *log_path; /* access log ("-": stderr, NULL: none) */
+  const char *log_path; /* access log (none or "-": stderr) */
+  int round_robin;      /* SCTP: answers on different streams sent in turn */
   struct http_limits limits;
   struct xp_opts xp; /* streams offered, buffers, nodelay, io timeout */
 };

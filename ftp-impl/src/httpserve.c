@@ -256,6 +256,9 @@ void http_serve(struct xp_conn *c, const char *peer) {
     buf_init(&k.lanes[i].in, httpd_opts.limits.max_head);
     k.lanes[i].started_ms = 0;
   }
+  if (httpd_opts.round_robin && xp_round_robin_streams(c) != 0) {
+    log_line("FAIL round-robin stream scheduler: %s", strerror(errno));
+  }
   log_line("CONNECT %s streams=%u", xp_proto_name(c->proto), k.nlanes);
   serve_loop(&k);
   log_line("CLOSE after %d requests", k.requests);

@@ -413,6 +413,16 @@ int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out) {
   return 0;
 }
 
+int xp_round_robin_streams(const struct xp_conn *c) {
+  struct sctp_assoc_value v;
+  if (c->proto != XP_SCTP) {
+    return 0;
+  }
+  memset(&v, 0, sizeof v);
+  v.assoc_value = SCTP_SS_RR;
+  return setsockopt(c->fd, IPPROTO_SCTP, SCTP_STREAM_SCHEDULER, &v, sizeof v);
+}
+
 int xp_quickack(const struct xp_conn *c) {
   if (c->proto != XP_TCP) {
     return 0;

@@ -79,6 +79,10 @@ ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
                        unsigned *sid, int *eor);
 /* Streams negotiated on an SCTP association (TCP: 1 and 1). */
 int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
+/* SCTP: send the queued messages of different streams in turn (the kernel's
+ * round-robin stream scheduler) instead of first come, first served.  TCP:
+ * nothing. */
+int xp_round_robin_streams(const struct xp_conn *c);
 /* TCP: acknowledge at once what has arrived and leave the interactive
  * (pingpong) mode of delayed ACKs (TCP_QUICKACK; Linux clears it again, so
  * call it after every read).  SCTP: nothing (see SCTP_DELAYED_SACK). */
