@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from . import html
 from .results import ResultSet
 
-WORKLOAD_REPORTS = {"ftp-mget": ".ftp_mget", "bulk-flows": ".bulk_flows"}
+WORKLOAD_REPORTS = {"ftp-mget": ".ftp_mget", "bulk-flows": ".bulk_flows",
+                    "http-page": ".http_page"}
 
 
 @dataclass

@@ -72,3 +72,51 @@ def verify_download(directory: Path, expected: dict[str, str]) -> list[str]:
     if extra:
         problems.append(f"unexpected files: {', '.join(sorted(extra)[:5])}")
     return problems
+
+
+@dataclass(frozen=True)
+class Page:
+    """A web page's files: the document and its embedded objects, all in `root`."""
+
+    root: Path
+    document: str
+    objects: tuple[str, ...]
+    digests: dict[str, str]
+    sizes: dict[str, int]
+
+    def paths(self) -> list[str]:
+        """What a browser requests, in order: the document, then its objects."""
+        return ["/" + name for name in (self.document, *self.objects)]
+
+    def check(self) -> list[str]:
+        problems = []
+        for name, size in self.sizes.items():
+            path = self.root / name
+            if not path.is_file() or path.stat().st_size != size:
+                problems.append(f"{path}: missing or not {size} bytes")
+        return problems
+
+
+def ensure_page(base: Path, document_size: int, objects: int, object_size: int,
+                seed: int) -> Page:
+    """A page of pseudo-random files: `page.html` of document_size bytes and objects o1.bin ...
+    of object_size each; made once (its manifest written last, atomically), then reused."""
+    root = base / f"page-{document_size}B-{objects}x{object_size}B-seed{seed}"
+    manifest = base / f"{root.name}.manifest.json"
+    names = ("page.html", *(f"o{i}.bin" for i in range(1, objects + 1)))
+    sizes = {name: document_size if i == 0 else object_size for i, name in enumerate(names)}
+    if manifest.is_file():
+        page = Page(root, names[0], names[1:], json.loads(manifest.read_text()), sizes)
+        if not page.check():
+            return page
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(f"page-{seed}-{document_size}-{objects}-{object_size}")
+    digests = {}
+    for name in names:
+        content = rng.randbytes(sizes[name])
+        (root / name).write_bytes(content)
+        digests[name] = hashlib.sha256(content).hexdigest()
+    partial = manifest.with_suffix(".tmp")
+    partial.write_text(json.dumps(digests, indent=1))
+    os.replace(partial, manifest)
+    return Page(root, names[0], names[1:], digests, sizes)

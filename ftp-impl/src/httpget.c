@@ -26,6 +26,7 @@ struct object {
   struct buf head;
   struct http_response_head h;
   uint64_t body_got;
+  double t_last; /* the read that brought its last byte so far */
   struct sink sink;
   int sink_open;
 };
@@ -90,6 +91,8 @@ static void first_byte_event(const struct object *ob, double t) {
   ev_end(&e);
 }
 
+/* Stamped with the read that brought its last byte: what follows (closing and
+ * renaming the file) is the client's own time, not the transfer's. */
 static int complete(struct page *pg, struct object *ob) {
   char err[256];
   struct event e;
@@ -100,7 +103,7 @@ static int complete(struct page *pg, struct object *ob) {
     return fail(pg, "%s", err);
   }
   ob->sink_open = 0;
-  ev_begin(&e, "complete");
+  ev_begin_at(&e, "complete", ob->t_last);
   ev_int(&e, "object", ob->index);
   ev_str(&e, "path", ob->target);
   ev_int(&e, "status", ob->h.status);
@@ -149,6 +152,7 @@ static long feed(struct page *pg, struct object *ob, const char *p, size_t n,
   const char *why;
   size_t taken, body;
   int r;
+  ob->t_last = t;
   if (ob->state == BODY) {
     uint64_t want = (uint64_t)ob->h.content_length - ob->body_got;
     size_t take = want < n ? (size_t)want : n;
