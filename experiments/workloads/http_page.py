@@ -11,8 +11,8 @@ study's single-file test. Points: path x loss x document size x transport x TCP 
 profiles multiply TCP only). Metrics, from the client's pcap: the page time (the document's
 request leaving the client to the last object's last byte deliverable; the deciding one), the
 document's time, the objects' time (their first request to the last one's last byte); the
-same page time from httpc's own clock as a cross-check (beyond 2 ms the run is flagged); the
-pcap's retransmission counters. Each run's objects.csv holds every object's request, first
+same page time from httpc's own clock as a cross-check (beyond 2 ms and 1% the run is
+flagged); the pcap's retransmission counters. Each run's objects.csv holds every object's request, first
 byte and completion, from the pcap and from httpc."""
 from __future__ import annotations
 
@@ -44,10 +44,14 @@ KIND = "http-page"
 TRANSPORTS = ("tcp", "sctp")
 CLIENT_IF = "client-eth0"
 DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
-# httpc stamps a request before its send and an object after the read that brought its last
-# byte: after a hole fills, tens of KB come at once and httpc's reads and file writes cost the
-# kernel's clock up to about 1.5 ms (measured in http-smoke at 5% loss)
+# httpc's clock runs later than the pcap's by its own work: it stamps a request before its
+# send and an object after the reads that brought its last byte. When a hole fills, every
+# message behind it is deliverable at once and httpc reads them one receive and one file write
+# each, which the pinned kernel charges at about 0.6 ms per message (a run of http-smoke at 5%
+# loss: 2.3 ms for the 4 messages of an object held back 3 s). The check is for gross
+# disagreement: beyond 2 ms and 1% of the page time, the run is flagged.
 AGREEMENT_S = 0.002
+AGREEMENT_SHARE = 0.01
 MAX_DOCUMENT = 64 << 20
 MAX_OBJECTS = 1000
 SCHEDULERS = ("rr", "fcfs")
@@ -307,7 +311,7 @@ def measure(run_dir: Path, capture: Path | None, transport: str, rto_floor_s: fl
     if row["page_time_s"] is not None and row["client_page_time_s"] is not None:
         diff = row["page_time_s"] - row["client_page_time_s"]
         row["pcap_client_diff_ms"] = 1000 * diff
-        if abs(diff) > AGREEMENT_S:
+        if abs(diff) > max(AGREEMENT_S, AGREEMENT_SHARE * row["page_time_s"]):
             row["flagged"] = True
             row["notes"].append(f"pcap and client disagree by {1000 * diff:+.2f} ms")
     return row
