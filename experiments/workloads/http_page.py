@@ -12,8 +12,8 @@ profiles multiply TCP only). Metrics, from the client's pcap: the page time (the
 request leaving the client to the last object's last byte deliverable; the deciding one), the
 document's time, the objects' time (their first request to the last one's last byte); the
 same page time from httpc's own clock as a cross-check (beyond 2 ms and 1% the run is
-flagged); the pcap's retransmission counters. Each run's objects.csv holds every object's request, first
-byte and completion, from the pcap and from httpc."""
+flagged); the pcap's retransmission counters. Each run's objects.csv holds every object's
+request, first byte and completion, from the pcap and from httpc."""
 from __future__ import annotations
 
 import csv
