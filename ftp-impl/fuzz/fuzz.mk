@@ -9,7 +9,7 @@ FUZZ_CC      ?= clang
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= cmdio session addrparse reply listing confine msxfer cmdline \
-                blockmode extblock
+                blockmode extblock httpmsg
 FUZZ_WORK    ?= $(FUZZ_BUILD)/work
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := $(CSTD) $(WARN) -Wno-unused-command-line-argument -O1 -g \
@@ -26,7 +26,7 @@ FUZZ_NOT     := transport ftpd ftpc
 FUZZ_SERVER  := $(filter-out $(FUZZ_NOT),$(COMMON) $(SERVER))
 FUZZ_CLIENT  := $(filter-out $(FUZZ_NOT),$(COMMON) $(CLIENT))
 FUZZ_HELPERS := memxp checks tree
-FUZZ_CMDLINE := str sysutil addrparse tunables clientopts bulkopts
+FUZZ_CMDLINE := str sysutil addrparse cliargs tunables clientopts bulkopts
 
 fo = $(1:%=$(FUZZ_BUILD)/src/%.o)
 ho = $(FUZZ_HELPERS:%=$(FUZZ_BUILD)/%.o)
@@ -50,6 +50,7 @@ $(FUZZ_BUILD)/fuzz_addrparse $(FUZZ_BUILD)/fuzz_confine: \
     $(call fo,str addrparse confine) $(ho)
 $(FUZZ_BUILD)/fuzz_blockmode: $(call fo,blockmode)
 $(FUZZ_BUILD)/fuzz_extblock: $(call fo,extblock)
+$(FUZZ_BUILD)/fuzz_httpmsg: $(call fo,httpmsg str)
 $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer: \
     $(call fo,$(FUZZ_CLIENT)) $(FUZZ_BUILD)/src/ftpc.o $(ho) $(FUZZ_BUILD)/fclient.o \
     $(FUZZ_BUILD)/bigalloc.o

@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ALL_TARGETS = ("cmdio", "session", "addrparse", "reply", "listing", "confine", "msxfer",
-               "cmdline", "blockmode", "extblock")
+               "cmdline", "blockmode", "extblock", "httpmsg")
 # What a sanitizer or libFuzzer prints when something went wrong.
 BAD = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|"
                  r"SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer|==\d+==ERROR")

@@ -17,8 +17,8 @@ IMPL = REPO / "ftp-impl"
 FUZZ = IMPL / "fuzz"
 BUILD = IMPL / "build-fuzz"
 TARGETS = ("cmdio", "session", "addrparse", "reply", "listing", "confine", "msxfer", "cmdline",
-           "blockmode", "extblock")
-SECONDS = 4            # per target: about 55 s for all ten, with the replays
+           "blockmode", "extblock", "httpmsg")
+SECONDS = 4            # per target: about 60 s for all eleven, with the replays
 MIN_EXECS = 200        # the slowest target (a whole session) runs ~1000/s on 2 busy cores
 LINE = re.compile(r"^fuzz_(\w+)\s+execs\s+(\d+)\s+cov\s+(\d+)\s+ft\s+(\d+)\s+corpus\s+(\d+)\s+"
                   r"replayed\s+(\d+)\s+([\d.]+) s\s+crashes\s+(\d+)\s+(.*)$")
