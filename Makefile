@@ -27,7 +27,7 @@ $(error SCHEDULER=$(SCHEDULER): choose local or slurm)
 endif
 
 .PHONY: all setup setup-test kernel build test test-fast lint test-core test-ftp test-virtual \
-        test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp \
+        test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp bench-http \
         experiment smoke tables report clean image image-base fanout deploy-emulated fuzz
 
 all: build
@@ -104,6 +104,11 @@ smoke:
 # ftpc/ftpd against iperf3 and vsftpd: prints a table, writes results/bench-ftp.json.
 bench-ftp: setup build
 	$(TESTBED) bench ftp
+
+# httpd against lighttpd and nginx (h2load, loopback): prints a table, writes
+# results/bench-http.json.
+bench-http: setup-test build
+	$(TESTBED) bench http
 
 # Harness overhead and parallel speed-up: prints a table, writes results/bench-harness.json.
 bench-harness: setup build

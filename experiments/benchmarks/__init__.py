@@ -4,4 +4,5 @@ and fidelity targets live here, never in timed tests.
     harness_overhead.py   the harness's share of wall time, and two workers against one
     virtual_clock.py      the FTP programs through the harness in real and virtual time
     virtual_links.py      the links alone (ping, goodput, kernel-level transfers) in both clocks
-    ftp_programs.py       ftpc/ftpd against iperf3 in the pinned kernel and vsftpd on the host"""
+    ftp_programs.py       ftpc/ftpd against iperf3 in the pinned kernel and vsftpd on the host
+    http_servers.py       httpd against lighttpd and nginx on loopback under h2load"""

@@ -10,6 +10,7 @@ BENCHMARKS = {
     "virtual-clock": "experiments.benchmarks.virtual_clock",
     "virtual-links": "experiments.benchmarks.virtual_links",
     "ftp": "experiments.benchmarks.ftp_programs",
+    "http": "experiments.benchmarks.http_servers",
 }
 ERRORS: tuple[type[Exception], ...] = ()
 

@@ -125,40 +125,19 @@ def run_httpc(bindir: Path, *args: str, timeout: float = 120) -> tuple[int, list
 
 
 def stock_server(kind: str, root: Path, tmp: Path) -> tuple[subprocess.Popen, int]:
-    """lighttpd or nginx serving root on 127.0.0.1, in the foreground, from a config of its
-    own in tmp."""
+    """lighttpd or nginx serving root on 127.0.0.1 in the foreground, configured as
+    `testbed bench http` configures it."""
+    from experiments.benchmarks.http_servers import stock_server_argv, wait_listening
+
     port = free_port()
     tmp.mkdir(parents=True, exist_ok=True)
-    if kind == "lighttpd":
-        conf = tmp / "lighttpd.conf"
-        conf.write_text(f'server.document-root = "{root}"\nserver.port = {port}\n'
-                        f'server.bind = "127.0.0.1"\nserver.errorlog = "{tmp}/error.log"\n'
-                        f'server.pid-file = "{tmp}/lighttpd.pid"\n'
-                        'server.max-keep-alive-requests = 1000\n'
-                        'mimetype.assign = (".html" => "text/html", "" => '
-                        '"application/octet-stream")\n')
-        argv = ["lighttpd", "-D", "-f", str(conf)]
-    else:
-        conf = tmp / "nginx.conf"
-        conf.write_text(f"daemon off;\npid {tmp}/nginx.pid;\nerror_log {tmp}/error.log;\n"
-                        "events {}\nhttp {\n"
-                        f"  access_log {tmp}/access.log;\n"
-                        f"  client_body_temp_path {tmp}/body;\n  proxy_temp_path {tmp}/proxy;\n"
-                        f"  fastcgi_temp_path {tmp}/fcgi;\n  uwsgi_temp_path {tmp}/uwsgi;\n"
-                        f"  scgi_temp_path {tmp}/scgi;\n"
-                        f"  server {{ listen 127.0.0.1:{port}; root {root}; }}\n}}\n")
-        argv = ["nginx", "-c", str(conf), "-p", str(tmp)]
     with open(tmp / "stderr", "w") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"{kind} did not start: {(tmp / 'stderr').read_text()}")
+        proc = subprocess.Popen(stock_server_argv(kind, root, port, tmp),
+                                stdout=subprocess.DEVNULL, stderr=err)
+    if not wait_listening(port):
+        proc.kill()
+        raise AssertionError(f"{kind} did not start: {(tmp / 'stderr').read_text()}")
+    return proc, port
 
 
 def wait_gone(proc: subprocess.Popen) -> None:
