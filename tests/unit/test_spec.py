@@ -208,3 +208,58 @@ def test_bad_bulk_flows_values_are_refused(tmp_path, change, key, reason):
         spec.load(str(path))
     message = str(refused.value)
     assert str(path) in message and key in message and reason in message
+
+
+HTTP = """
+name = "{name}"
+workload = "http-page"
+[network]
+queue = "50p"
+[[network.paths]]
+name = "3mbit"
+rate = "3Mbit"
+delay = "40ms"
+[matrix]
+loss = [0.0, 0.1]
+document_sizes = ["50K", 0]
+transports = ["tcp", "sctp"]
+tcp_profiles = ["tcp-sack-reno", "tcp-linux"]
+[page]
+objects = 7
+object_size = "4K"
+sctp_scheduler = "fcfs"
+[repetitions]
+min = 2
+max = 3
+"""
+
+
+def test_an_http_page_file_names_its_points_by_document_transport_and_profile(tmp_path):
+    experiment = spec.load(str(write(tmp_path, HTTP)))
+    assert (experiment.topology, experiment.workload) == ("path", "http-page")
+    keys = [p.key for p in points(experiment)]
+    assert len(keys) == 2 * 2 * 3          # loss x document x (tcp x 2 profiles + sctp)
+    assert "3mbit_loss0.1_50K+7x4K_sctp_sctp" in keys
+    assert "3mbit_loss0_0+7x4K_tcp_tcp-linux" in keys
+    assert experiment.repetitions.metric == "page_time_s"
+    assert experiment.as_record()["page"]["sctp_scheduler"] == "fcfs"
+
+
+@pytest.mark.parametrize("change, key, reason", [
+    (('transports = ["tcp", "sctp"]', 'transports = ["udp"]'), "matrix.transports",
+     "unknown transport"),
+    (('sctp_scheduler = "fcfs"', 'sctp_scheduler = "prio"'), "page.sctp_scheduler",
+     "unknown scheduler"),
+    (("objects = 7", "objects = 5000"), "page.objects", "0 to 1000"),
+    (('document_sizes = ["50K", 0]', 'document_sizes = ["50Q"]'), "matrix.document_sizes",
+     "cannot read file size"),
+    (('object_size = "4K"', 'object_size = "4K"\nwrites = 3'), "page.writes", "unknown key"),
+    (("[matrix]", "[matrix]\nvariants = [\"tcp\"]"), "matrix.variants", "unknown key"),
+])
+def test_bad_http_page_values_are_refused(tmp_path, change, key, reason):
+    assert change[0] in HTTP
+    path = write(tmp_path, HTTP.replace(*change))
+    with pytest.raises(spec.SpecError) as refused:
+        spec.load(str(path))
+    message = str(refused.value)
+    assert str(path) in message and key in message and reason in message
