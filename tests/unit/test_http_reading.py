@@ -4,8 +4,14 @@ before its last is in (TCP: the connection's in-order prefix; SCTP: its stream's
 order), requests paired with answers per stream."""
 from __future__ import annotations
 
-from experiments.tshark.http import _answers, _ByteStream, _Message, _pair, _requests, \
-    _stream_answers
+from experiments.tshark.http import (
+    _answers,
+    _ByteStream,
+    _Message,
+    _pair,
+    _requests,
+    _stream_answers,
+)
 
 
 def answer(body: bytes, status: int = 200) -> bytes:
