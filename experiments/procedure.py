@@ -273,13 +273,14 @@ def ftp_server_argv(ftpd: str, root: str, address: str, log: str, timeout_s: flo
     run's limit governs instead. `options`: more of ftpd's options (socket knobs, uploads)."""
     return [ftpd, "--root", root, "--tcp", f"{address}:{port}", "--sctp", f"{address}:{port}",
             "--log", log, "--data-timeout", str(int(timeout_s)),
-            "--idle-timeout", str(int(timeout_s)), *ftp_server_user(root), *options]
+            "--idle-timeout", str(int(timeout_s)), *server_user(root), *options]
 
 
-def ftp_server_user(root: str) -> list[str]:
-    """ftpd started as root serves as `nobody` (ftp-impl/TRUST.md) when that user can reach
-    the tree: the data sets are world-readable, but a results root inside a private folder
-    (a test's 0700 temporary folder) hides them, and uploads need a folder that user owns.
+def server_user(root: str) -> list[str]:
+    """A server started as root (ftpd, httpd) serves as `nobody` (ftp-impl/TRUST.md) when that
+    user can reach the tree: the data sets are world-readable, but a results root inside a
+    private folder (a test's 0700 temporary folder) hides them, and uploads need a folder that
+    user owns.
     There, and only there, root is kept on purpose (`--run-as root`), so the run still
     measures instead of failing on a permission; the log says which it was."""
     path = Path(root).resolve()
@@ -317,7 +318,7 @@ def http_server_argv(httpd: str, root: str, address: str, log: str, timeout_s: f
     return [httpd, "--root", root, "--listen", f"{address}:{port}",
             "--listen-sctp", f"{address}:{port}", "--log", log,
             "--idle-timeout", str(int(timeout_s)), "--header-timeout", str(int(timeout_s)),
-            "--io-timeout", str(int(timeout_s)), *options]
+            "--io-timeout", str(int(timeout_s)), *server_user(root), *options]
 
 
 def http_client_argv(httpc: str, proto: str, server: str, out: str, timeout_s: float,

@@ -9,6 +9,7 @@
 #include "httpreply.h"
 #include "httpserve.h"
 #include "logging.h"
+#include "privs.h"
 #include "str.h"
 #include "sysutil.h"
 
@@ -29,6 +30,10 @@ static void refuse(struct xp_conn *c, const struct addr *peer,
   (void)http_reply_error(&r, 503);
 }
 
+static void drop_privileges(void) {
+  privs_drop(httpd_opts.run_as, httpd_opts.root);
+}
+
 int main(int argc, char **argv) {
   struct forkserver_conf conf;
   sys_set_progname("httpd");
@@ -46,6 +51,7 @@ int main(int argc, char **argv) {
   conf.max_sessions = httpd_opts.max_sessions;
   conf.serve = serve_connection;
   conf.refuse = refuse;
+  conf.on_listening = drop_privileges;
   forkserver_run(&conf);
   return 0;
 }

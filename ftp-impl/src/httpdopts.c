@@ -38,6 +38,8 @@ static const char usage_text[] =
     "  --nodelay 0|1         TCP_NODELAY / SCTP_NODELAY (default 1)\n"
     "  --sctp-scheduler fcfs|rr  SCTP: queued answers sent first come first\n"
     "                        served, or their streams in turn (default rr)\n"
+    "  --run-as USER         started as root: the user after binding (default\n"
+    "                        nobody; root keeps root)\n"
     "  --log FILE            one line per request (default stderr)\n"
     "Prints \"listening tcp|sctp ADDR:PORT\" per listener on stdout.\n";
 
@@ -61,6 +63,7 @@ enum {
   O_NODELAY,
   O_LOG,
   O_SCHEDULER,
+  O_RUNAS,
   O_HELP
 };
 
@@ -84,6 +87,7 @@ static const struct option longopts[] = {
     {"nodelay", required_argument, NULL, O_NODELAY},
     {"log", required_argument, NULL, O_LOG},
     {"sctp-scheduler", required_argument, NULL, O_SCHEDULER},
+    {"run-as", required_argument, NULL, O_RUNAS},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -143,6 +147,7 @@ static void handle_opt(int c, const char *arg) {
   case O_NODELAY: o->xp.nodelay = cli_int("nodelay", arg, 0, 1); break;
   case O_LOG: o->log_path = arg; break;
   case O_SCHEDULER: set_scheduler(arg); break;
+  case O_RUNAS: o->run_as = arg; break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
   default: cli_usage_exit(NULL);
   }
@@ -155,6 +160,7 @@ static void set_defaults(void) {
   o->xp.streams = 64;
   o->listen_tcp = "";
   o->listen_sctp = "";
+  o->run_as = "";
   o->write_size = 1024;
   o->max_requests = 10000;
   o->idle_timeout_s = 60;

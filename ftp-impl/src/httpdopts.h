@@ -17,7 +17,8 @@ struct httpd_opts {
   int idle_timeout_s;      /* between requests on a persistent connection */
   int header_timeout_s;    /* from a request's first byte to its blank line */
   int max_clients;         /* concurrent connections; 503 past it */
-  int max_sessions;     /* stop after this many connections ended (0: never) */
+  int max_sessions;   /* stop after this many connections ended (0: never) */
+  const char *run_as; /* the user after the listeners are bound ("": nobody) */
   const char *log_path; /* access log (none or "-": stderr) */
   int round_robin;      /* SCTP: answers on different streams sent in turn */
   struct http_limits limits;

@@ -29,7 +29,7 @@ static void not_root(const char *user) {
   }
   pw = lookup(user);
   if (pw->pw_uid != geteuid()) {
-    die("--run-as %s needs ftpd to be started as root", user);
+    die("--run-as %s needs the server to be started as root", user);
   }
 }
 

@@ -200,3 +200,15 @@ def test_chromium_loads_the_page_and_every_object(httpd, tmp_path):
     assert "GET /page.html 200 51200" in log
     for i in range(1, 8):
         assert f"GET /o{i}.png 200 4096" in log, log
+
+
+def test_started_as_root_it_serves_as_nobody(httpd):
+    import os
+    import pwd
+
+    s = httpd()
+    status = open(f"/proc/{s.proc.pid}/status").read()
+    uids = next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]
+    if os.geteuid() == 0:
+        assert {int(u) for u in uids} == {pwd.getpwnam("nobody").pw_uid}
+    assert statuses(raw(s.port, b"GET /o1.png HTTP/1.1\r\nHost: x\r\n\r\n", shut=True)) == [200]
