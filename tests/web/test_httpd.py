@@ -205,9 +205,10 @@ def test_chromium_loads_the_page_and_every_object(httpd, tmp_path):
 def test_started_as_root_it_serves_as_nobody(httpd):
     import os
     import pwd
+    from pathlib import Path
 
     s = httpd()
-    status = open(f"/proc/{s.proc.pid}/status").read()
+    status = Path(f"/proc/{s.proc.pid}/status").read_text()
     uids = next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1:]
     if os.geteuid() == 0:
         assert {int(u) for u in uids} == {pwd.getpwnam("nobody").pw_uid}
