@@ -4,7 +4,8 @@ runs from their pcaps.
 
     points.py    the result set as ftp-mget points (path, loss, size, files, variant, profile)
     speedup.py   ratios of mean transfer times with their confidence, and whether they count
-    figures.py   transfer time vs loss, counters, time-sequence, phases, timeline"""
+    figures.py   transfer time vs loss, counters, time-sequence, phases, timeline
+    parallel.py  xftp (E5): link utilization against the number of parallel connections"""
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ from experiments.workloads.ftp_phases import read_phases, read_stalls
 
 from .. import html
 from ..results import ResultSet, named_runs
-from . import figures, speedup
+from . import figures, parallel, speedup
 from .points import FtpResults, size_label
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 TIMESEQ_FILE = "timeseq"
 TIMELINE_FILE = "timeline"
+PARALLEL_FILE = "parallel_utilization"
 RUN_TABLE = (("connections", "connections"), ("retransmissions", "retransmissions"),
              ("timeouts", "timeouts"))
 
@@ -70,6 +72,8 @@ def build_figures(generic: ResultSet, log_scale: bool = False,
         if any(r["key"].path == path and r["status"] == "ok"
                and isinstance(r.get("phase_data_s"), float) for r in results.runs):
             out[f"phases_{path}"] = figures.phases_figure(results, path)
+    if parallel.has_figure(results):
+        out[PARALLEL_FILE] = parallel.utilization_figure(results)
     chosen = chosen_runs(results, run_ids)
     timelines = [(f"{run['run_id']} ({run['transfer_time_s']:.3g} s)",
                   read_phases(results.root / "runs" / run["run_id"]),
@@ -98,8 +102,12 @@ def build_figures(generic: ResultSet, log_scale: bool = False,
 
 def tables(generic: ResultSet) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """CSV tables beside the report: name -> (columns, rows)."""
-    rows = [s.row() for s in speedup.speedups(FtpResults(generic))]
-    return {"speedup": (speedup.COLUMNS, rows)}
+    results = FtpResults(generic)
+    rows = [s.row() for s in speedup.speedups(results)]
+    out = {"speedup": (speedup.COLUMNS, rows)}
+    if parallel.has_figure(results):
+        out["parallel"] = (parallel.COLUMNS, parallel.rows(results))
+    return out
 
 
 def sections(generic: ResultSet, report: Report, log_scale: bool) -> list[tuple[str, str]]:
@@ -111,11 +119,31 @@ def sections(generic: ResultSet, report: Report, log_scale: bool) -> list[tuple[
                               f"interval (summary.csv ci90_half_s); {scale} time axis. Hollow "
                               "markers: points without a finished interval.</p>")),
         ("Speed-ups", _speedups(results)),
+        *([("Parallel connections (xftp)", report.figure_block(PARALLEL_FILE)
+            + _parallel_table(results))] if parallel.has_figure(results) else []),
         ("Where the time goes", report.figure_block("phases_") +
          report.figure_block(TIMELINE_FILE) + _phases_note()),
         ("Per-run diagnostics", report.figure_block("counters_") +
          report.figure_block(TIMESEQ_FILE) + _diagnostics_note()),
     ]
+
+
+def _parallel_table(results: FtpResults) -> str:
+    def num(value: float, digits: str = ".3g") -> str:
+        return "-" if math.isnan(value) else format(value, digits)
+
+    body = [[r["path"], r["queue"], f"{100 * r['loss']:g}%", r["profile"], r["parallel"],
+             r["n"], f"{num(r['utilization_mean'])} ± {num(r['utilization_ci90_half'], '.2g')}",
+             num(r["throughput_mbps_mean"]), num(r["queue_drops_mean"]),
+             num(r["retransmissions_per_connection_mean"])] for r in parallel.rows(results)]
+    return ("<p>Utilization: the file's bits over the session's interval (the experiment's "
+            "metric, so the listing and the round trips around the transfer count against "
+            "it) and the path's rate; mean ± the 90% half-width over the runs. Router drops: "
+            "the data direction's queue (tc). Retransmissions per data connection: the "
+            "pcap's count over every connection but the control one "
+            "(<a href=\"parallel.csv\">parallel.csv</a>).</p>"
+            + html.table(["path", "queue", "loss", "TCP profile", "N", "runs", "utilization",
+                          "Mbit/s", "router drops", "retransmissions per connection"], body))
 
 
 def metric_definition(generic: ResultSet) -> str:

@@ -76,3 +76,20 @@ def test_one_window_caps_one_connection_and_four_fill_the_link(xftp_smoke):
     link_s = FILE_BYTES * 8 / RATE_BPS
     assert four < one / 1.3, (four, one)
     assert four < 2 * link_s, (four, link_s)
+
+
+def test_the_report_draws_utilization_against_parallel_connections(xftp_smoke):
+    report = harness("report", str(xftp_smoke), timeout=600)
+    assert report.returncode == 0, report.stderr[-2000:]
+    folder = xftp_smoke / "report"
+    assert (folder / "parallel_utilization.png").stat().st_size > 10_000
+    with (folder / "parallel.csv").open() as handle:
+        table = {row["parallel"]: row for row in csv.DictReader(handle)}
+    assert sorted(table) == ["1", "4"]
+    for n, row in table.items():
+        times = [float(r["transfer_time_s"]) for r in runs(xftp_smoke) if r["parallel"] == n]
+        expected = sum(FILE_BYTES * 8 / (t * RATE_BPS) for t in times) / len(times)
+        assert float(row["utilization_mean"]) == pytest.approx(expected, rel=1e-4)
+        assert row["queue"] == "256 KB" and int(row["n"]) == len(times)
+    assert float(table["4"]["utilization_mean"]) > float(table["1"]["utilization_mean"])
+    assert "Parallel connections (xftp)" in (folder / "report.html").read_text()
