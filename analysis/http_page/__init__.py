@@ -110,7 +110,8 @@ def page_time_figure(results: ResultSet, document_size: Any, log_scale: bool) ->
                                           "page_time_s_mean": r["page_time_s_mean"],
                                           "page_time_s_ci90_half": r.get("page_time_s_ci90_half"),
                                           "status": r.get("status")})
-        ax.legend(fontsize="small")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
     return fig
 
 

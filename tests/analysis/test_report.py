@@ -164,14 +164,14 @@ def test_a_result_folder_of_another_workload_gets_the_common_report(results_copy
     the report still has its completeness, points, parameters, environment and runs."""
     matrix_file = results_copy / "matrix.json"
     matrix = json.loads(matrix_file.read_text())
-    matrix.update(workload="http-page", point_columns=["path", "loss"], metric="page_time_s",
-                  metrics={"page_time_s": "time to load the page"})
+    matrix.update(workload="video-stream", point_columns=["path", "loss"], metric="stall_s",
+                  metrics={"stall_s": "time the player waited"})
     matrix_file.write_text(json.dumps(matrix))
     proc = run_python("-m", "testbed", "report", str(results_copy), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "no figures for the 'http-page' workload" in proc.stderr
+    assert "no figures for the 'video-stream' workload" in proc.stderr
     text = (results_copy / "report" / "report.html").read_text()
     for section in ("Completeness", "Points", "Kernel, stack and tools", "Runs and pcaps"):
         assert re.search(rf"<h2 id=\"s\d+\">{re.escape(section)}</h2>", text), section
-    assert "Workload: http-page" in text and "page_time_s" in text
+    assert "Workload: video-stream" in text and "stall_s" in text
     assert not list((results_copy / "report").glob("*.png"))
