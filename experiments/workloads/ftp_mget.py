@@ -14,10 +14,8 @@ pcap (the deciding one), with the same interval from the client's own clock as a
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from ..harness.profiles import DEFAULT_STACK, SCTP_PROFILE, STACKS
 from ..procedure import RunFailure
 from . import dataset
 from .base import Metric, Point, WorkloadError, read_events, require_programs
+from .client_server import run_client, server_and_capture
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
@@ -60,7 +59,6 @@ INTERVALS = {
 MAX_FILES = 10_000
 MAX_FILE_SIZE = 1 << 30
 AGREEMENT_S = 0.001
-CLIENT_IF = "client-eth0"
 DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
 LINUX_SCTP_RTO_MIN_MS = 1000
 LINUX_TCP_RTO_MIN_S = 0.2
@@ -325,61 +323,31 @@ class FtpMget:
                 record: dict[str, Any], mark: Callable[[str], None],
                 wrap: Callable[[list[str]], list[str]]) -> None:
         order = run["workload"]
-        client, server = net.node("client"), net.node("server")
         missing = [n for n in order["expected"] if not (Path(order["data"]) / n).is_file()]
         if missing:
             raise RunFailure(f"data set incomplete on the server side: {missing[:3]}")
         download = Path(order["scratch"]) / run["id"]
         shutil.rmtree(download, ignore_errors=True)
         download.mkdir(parents=True)
-        pcap_partial = Path(run["pcap"] + ".partial")
         timeout_s = run["timeout_s"]
         client_options = list(order["socket_options"])
         if order.get("parallel"):
             client_options += ["--parallel", str(order["parallel"])]
-        ftpd = capture = None
+        ftpd_argv = wrap(procedure.ftp_server_argv(order["ftpd"], order["data"], SERVER_IP,
+                                                   str(run_dir / "ftpd.log"), timeout_s,
+                                                   options=order["socket_options"]))
         try:
-            # server and capture start side by side: each costs a few hundred ms in the kernel
-            ftpd_argv = wrap(procedure.ftp_server_argv(order["ftpd"], order["data"],
-                                                       SERVER_IP, str(run_dir / "ftpd.log"),
-                                                       timeout_s,
-                                                       options=order["socket_options"]))
-            ftpd = procedure.launch_logged(server.popen, ftpd_argv, run_dir / "ftpd.out")
-            capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
-                                               run["snaplen"])
-            procedure.await_ready(ftpd, ftpd_argv, run_dir / "ftpd.out")
-            procedure.await_capture(capture, CLIENT_IF)
-            mark("server_and_capture_start")
-            started = time.monotonic()
-            record["client_status"] = procedure.run(
-                client.popen, wrap(procedure.ftp_client_argv(
+            with server_and_capture(net, run, record, mark, ftpd_argv, run_dir / "ftpd.out"):
+                run_client(net, wrap(procedure.ftp_client_argv(
                     order["ftpc"], order["variant"], SERVER_IP, str(download), timeout_s,
-                    options=client_options)),
-                run_dir / "client.jsonl", run_dir / "client.err",
-                timeout_s + procedure.RUN_GRACE_S)
-            record["client_wall_s"] = time.monotonic() - started
-            mark("client")
-            if record["client_status"] != 0:
-                reason = (run_dir / "client.err").read_text(errors="replace").strip()
-                raise RunFailure(f"the client failed ({record['client_status']}): "
-                                 f"{reason[-300:]}")
-            problems = dataset.verify_download(download, order["expected"])
-            if problems:
-                raise RunFailure("downloaded files do not match: " + "; ".join(problems[:5]))
-            mark("verify")
+                    options=client_options)), run_dir, timeout_s, record, mark)
+                problems = dataset.verify_download(download, order["expected"])
+                if problems:
+                    raise RunFailure("downloaded files do not match: "
+                                     + "; ".join(problems[:5]))
+                mark("verify")
         finally:
-            if capture is not None:
-                record["capture"] = procedure.stop_capture(capture, pcap_partial,
-                                                           procedure.CAPTURE_SETTLE_S)
-                if pcap_partial.exists():
-                    os.replace(pcap_partial, run["pcap"])
-                    record["pcap"] = run["pcap"]
-            if ftpd is not None:
-                procedure.stop(ftpd)
             shutil.rmtree(download, ignore_errors=True)
-        shortfall = procedure.capture_shortfall(record.get("capture", {}))
-        if shortfall:
-            raise RunFailure(shortfall)
 
     # -- on the host ---------------------------------------------------------------------------
     def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],

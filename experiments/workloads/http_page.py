@@ -11,15 +11,13 @@ study's single-file test. Points: path x loss x document size x transport x TCP 
 profiles multiply TCP only). Metrics, from the client's pcap: the page time (the document's
 request leaving the client to the last object's last byte deliverable; the deciding one), the
 document's time, the objects' time (their first request to the last one's last byte); the
-same page time from httpc's own clock as a cross-check (beyond 2 ms and 1% the run is
+same page time from httpc's own clock as a cross-check (beyond 10 ms and 2% the run is
 flagged); the pcap's retransmission counters. Each run's objects.csv holds every object's
 request, first byte and completion, from the pcap and from httpc."""
 from __future__ import annotations
 
 import csv
-import os
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from ..harness.profiles import SCTP_PROFILE
 from ..procedure import RunFailure
 from . import dataset
 from .base import Metric, Point, WorkloadError, read_events, require_programs
+from .client_server import run_client, server_and_capture
 from .ftp_mget import parse_size, size_label
 
 if TYPE_CHECKING:
@@ -42,16 +41,17 @@ if TYPE_CHECKING:
 
 KIND = "http-page"
 TRANSPORTS = ("tcp", "sctp")
-CLIENT_IF = "client-eth0"
 DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
 # httpc's clock runs later than the pcap's by its own work: it stamps a request before its
 # send and an object after the reads that brought its last byte. When a hole fills, every
 # message behind it is deliverable at once and httpc reads them one receive and one file write
-# each, which the pinned kernel charges at about 0.6 ms per message (a run of http-smoke at 5%
-# loss: 2.3 ms for the 4 messages of an object held back 3 s). The check is for gross
-# disagreement: beyond 2 ms and 1% of the page time, the run is flagged.
-AGREEMENT_S = 0.002
-AGREEMENT_SHARE = 0.01
+# each; the pinned kernel's virtual clock charges that work at the host's speed (wall-cpu), so
+# it grows with the host's load: 2.3 ms for 4 messages on an idle host, 8 ms for a 50 KB
+# document while both cores analysed pcaps. The check is for gross disagreement (an instant
+# taken from the wrong packet is a round trip off): beyond 10 ms and 2% of the page time, the
+# run is flagged.
+AGREEMENT_S = 0.010
+AGREEMENT_SHARE = 0.02
 MAX_DOCUMENT = 64 << 20
 MAX_OBJECTS = 1000
 SCHEDULERS = ("rr", "fcfs")
@@ -101,7 +101,7 @@ class HttpPage:
                        "ci90_half_s": "page_time_s_ci90_half",
                        "ci90_rel": "page_time_s_ci90_rel",
                        "ci_half_s": "page_time_s_ci_half"}
-    analysis_version = 1
+    analysis_version = 2
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
@@ -203,54 +203,28 @@ class HttpPage:
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
         order = run["workload"]
-        client, server = net.node("client"), net.node("server")
         download = Path(order["scratch"]) / run["id"]
         shutil.rmtree(download, ignore_errors=True)
         download.mkdir(parents=True)
-        pcap_partial = Path(run["pcap"] + ".partial")
         timeout_s = run["timeout_s"]
-        httpd = capture = None
+        httpd_argv = procedure.http_server_argv(
+            order["httpd"], order["root"], SERVER_IP, str(run_dir / "httpd.log"), timeout_s,
+            options=["--write-size", str(order["write_size"]), "--sctp-scheduler",
+                     order["scheduler"], "--max-sessions", "1"])
         try:
-            httpd_argv = procedure.http_server_argv(
-                order["httpd"], order["root"], SERVER_IP, str(run_dir / "httpd.log"), timeout_s,
-                options=["--write-size", str(order["write_size"]), "--sctp-scheduler",
-                         order["scheduler"], "--max-sessions", "1"])
-            httpd = procedure.launch_logged(server.popen, httpd_argv, run_dir / "httpd.out")
-            capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
-                                               run["snaplen"])
-            procedure.await_ready(httpd, httpd_argv, run_dir / "httpd.out")
-            procedure.await_capture(capture, CLIENT_IF)
-            mark("server_and_capture_start")
-            started = time.monotonic()
-            record["client_status"] = procedure.run(
-                client.popen, procedure.http_client_argv(
+            with server_and_capture(net, run, record, mark, httpd_argv,
+                                    run_dir / "httpd.out"):
+                run_client(net, procedure.http_client_argv(
                     order["httpc"], order["transport"], SERVER_IP, str(download), timeout_s,
                     order["paths"], options=["--streams", str(order["streams"])]),
-                run_dir / "client.jsonl", run_dir / "client.err",
-                timeout_s + procedure.RUN_GRACE_S)
-            record["client_wall_s"] = time.monotonic() - started
-            mark("client")
-            if record["client_status"] != 0:
-                reason = (run_dir / "client.err").read_text(errors="replace").strip()
-                raise RunFailure(f"the client failed ({record['client_status']}): "
-                                 f"{reason[-300:]}")
-            problems = dataset.verify_download(download, order["expected"])
-            if problems:
-                raise RunFailure("downloaded objects do not match: " + "; ".join(problems[:5]))
-            mark("verify")
+                    run_dir, timeout_s, record, mark)
+                problems = dataset.verify_download(download, order["expected"])
+                if problems:
+                    raise RunFailure("downloaded objects do not match: "
+                                     + "; ".join(problems[:5]))
+                mark("verify")
         finally:
-            if capture is not None:
-                record["capture"] = procedure.stop_capture(capture, pcap_partial,
-                                                           procedure.CAPTURE_SETTLE_S)
-                if pcap_partial.exists():
-                    os.replace(pcap_partial, run["pcap"])
-                    record["pcap"] = run["pcap"]
-            if httpd is not None:
-                procedure.stop(httpd)
             shutil.rmtree(download, ignore_errors=True)
-        shortfall = procedure.capture_shortfall(record.get("capture", {}))
-        if shortfall:
-            raise RunFailure(shortfall)
 
     # -- on the host ---------------------------------------------------------------------------
     def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],

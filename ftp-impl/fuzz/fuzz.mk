@@ -26,7 +26,7 @@ FUZZ_NOT     := transport ftpd ftpc
 FUZZ_SERVER  := $(filter-out $(FUZZ_NOT),$(COMMON) $(SERVER))
 FUZZ_CLIENT  := $(filter-out $(FUZZ_NOT),$(COMMON) $(CLIENT))
 FUZZ_HELPERS := memxp checks tree
-FUZZ_CMDLINE := str sysutil addrparse cliargs tunables clientopts bulkopts
+FUZZ_CMDLINE := str sysutil addrparse xpopts cliargs tunables clientopts bulkopts
 
 fo = $(1:%=$(FUZZ_BUILD)/src/%.o)
 ho = $(FUZZ_HELPERS:%=$(FUZZ_BUILD)/%.o)

@@ -208,22 +208,6 @@ const char *memxp_ctrl_out(size_t *len, int *truncated) {
 
 uint64_t memxp_data_out(void) { return mx.data_out; }
 
-void xp_opts_default(struct xp_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->nodelay = 1;
-  o->streams = 2;
-  o->sack_delay_ms = -1;
-  o->sack_freq = -1;
-  o->rto_min_ms = -1;
-  o->rto_initial_ms = -1;
-  o->rto_max_ms = -1;
-  o->io_timeout_s = 60;
-}
-
-const char *xp_proto_name(enum xp_proto p) {
-  return p == XP_SCTP ? "sctp" : "tcp";
-}
-
 int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
               int backlog) {
   struct conn *c;

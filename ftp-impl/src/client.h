@@ -41,6 +41,20 @@ int xfer_put(struct client *cl, const char *local);
 /* PASV (IPv4) or EPSV, and connect to the control peer's address. */
 int xfer_passive(struct client *cl, struct xp_conn *conn);
 
+/* The replies to one transfer command (xfer.c, xftpget.c): its 1xx with the
+ * byte count it announced, then its final reply. */
+struct xfer_replies {
+  const char *cmd;
+  const char *arg;
+  int64_t announced; /* "(N bytes)" of the 150, -1 if none */
+  int prelim;        /* 1xx seen */
+  int final_code;    /* 0 until the final reply */
+  char final_text[512];
+};
+/* Take the transfer's replies that have arrived, without waiting: -1 (and
+ * cl->error) on a failure or a final reply of 300 or more. */
+int xfer_take_replies(struct client *cl, struct xfer_replies *t);
+
 /* The pipelined engine (msxfer.c): sctp-ms and sctp-ms-cp with data on
  * stream 1 of the association, tcp-pipelined with data in blocks on
  * cl->data. */

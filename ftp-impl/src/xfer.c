@@ -118,37 +118,32 @@ static int accept_active(struct client *cl, struct dchan *d) {
 }
 
 struct job {
-  const char *cmd;
-  const char *arg;
+  struct xfer_replies r;
   struct sink *sink; /* download destination, or NULL */
   int upload_fd;     /* upload source, or -1 */
   uint64_t upload_size;
-  int64_t announced; /* "(N bytes)" of the 150, -1 if none */
-  int prelim;        /* 1xx seen */
-  int final_code;    /* 0 until the final reply */
-  char final_text[512];
   int data_done;
 };
 
-static int take_replies(struct client *cl, struct job *j) {
-  while (ctrl_has_reply(&cl->cc) && j->final_code == 0) {
+int xfer_take_replies(struct client *cl, struct xfer_replies *t) {
+  while (ctrl_has_reply(&cl->cc) && t->final_code == 0) {
     struct reply r;
     unsigned long long n;
     if (ctrl_reply(&cl->cc, &r) != 0) {
       return client_fail(cl, "%s", cl->cc.error);
     }
     if (r.code < 200) {
-      j->prelim = 1;
+      t->prelim = 1;
       if (ctrl_reply_bytes(&r, &n) == 0) {
-        j->announced = (int64_t)n;
+        t->announced = (int64_t)n;
       }
       continue;
     }
-    j->final_code = r.code;
-    (void)str_copy(j->final_text, sizeof j->final_text, r.text);
-    cl->refused = r.code == 550 && !j->prelim;
+    t->final_code = r.code;
+    (void)str_copy(t->final_text, sizeof t->final_text, r.text);
+    cl->refused = r.code == 550 && !t->prelim;
     if (r.code >= 300) {
-      return client_fail(cl, "%s %s failed: %d %s", j->cmd, j->arg, r.code,
+      return client_fail(cl, "%s %s failed: %d %s", t->cmd, t->arg, r.code,
                          r.text);
     }
   }
@@ -185,8 +180,8 @@ static int read_data(struct client *cl, struct dchan *d, struct job *j) {
                   sink_write(j->sink, chunk, (size_t)n, sys_mono_now()) != 0)) {
       return client_fail(cl, "local write failed: %s", strerror(errno));
     }
-    if (n == 0 || (cl->proto != XP_TCP && j->announced >= 0 &&
-                   j->sink->got >= (uint64_t)j->announced)) {
+    if (n == 0 || (cl->proto != XP_TCP && j->r.announced >= 0 &&
+                   j->sink->got >= (uint64_t)j->r.announced)) {
       j->data_done = 1;
       xp_close(&d->conn);
       return 0;
@@ -225,7 +220,7 @@ static int wait_round(struct client *cl, struct dchan *d, struct job *j) {
   }
   rc = sys_poll(p, n, cl->timeout_ms);
   if (rc == 0) {
-    return client_fail(cl, "timeout during %s %s", j->cmd, j->arg);
+    return client_fail(cl, "timeout during %s %s", j->r.cmd, j->r.arg);
   }
   if (rc < 0) {
     return client_fail(cl, "poll: %s", strerror(errno));
@@ -233,7 +228,7 @@ static int wait_round(struct client *cl, struct dchan *d, struct job *j) {
   /* Control first: a reply is stamped before the data that follows it,
    * and the 150's byte count is known before the data is read. */
   if (p[0].revents != 0 &&
-      (ctrl_pump(&cl->cc, 0) < 0 || take_replies(cl, j) != 0)) {
+      (ctrl_pump(&cl->cc, 0) < 0 || xfer_take_replies(cl, &j->r) != 0)) {
     return cl->error[0] ? -1 : client_fail(cl, "%s", cl->cc.error);
   }
   if (n == 2 && p[1].revents != 0) {
@@ -245,20 +240,20 @@ static int wait_round(struct client *cl, struct dchan *d, struct job *j) {
 }
 
 static int run_job(struct client *cl, struct dchan *d, struct job *j) {
-  j->announced = -1;
-  if (ctrl_send(&cl->cc, j->cmd, j->arg) != 0) {
+  j->r.announced = -1;
+  if (ctrl_send(&cl->cc, j->r.cmd, j->r.arg) != 0) {
     return client_fail(cl, "%s", cl->cc.error);
   }
-  while (!(j->data_done && j->final_code != 0)) {
-    if (take_replies(cl, j) != 0) {
+  while (!(j->data_done && j->r.final_code != 0)) {
+    if (xfer_take_replies(cl, &j->r) != 0) {
       return -1;
     }
-    if (j->final_code != 0 && !j->prelim) {
-      return client_fail(cl, "%s: final reply without data transfer", j->cmd);
+    if (j->r.final_code != 0 && !j->r.prelim) {
+      return client_fail(cl, "%s: final reply without data transfer", j->r.cmd);
     }
-    if (!j->data_done && j->sink != NULL && j->announced >= 0 &&
-        d->conn.fd >= 0 && j->sink->got >= (uint64_t)j->announced &&
-        (cl->proto != XP_TCP || j->final_code != 0)) {
+    if (!j->data_done && j->sink != NULL && j->r.announced >= 0 &&
+        d->conn.fd >= 0 && j->sink->got >= (uint64_t)j->r.announced &&
+        (cl->proto != XP_TCP || j->r.final_code != 0)) {
       /* all announced bytes are in (see read_data); over TCP the final
        * reply too, and what is already readable is read, so bytes beyond
        * the count make the file long, not silently dropped */
@@ -270,13 +265,13 @@ static int run_job(struct client *cl, struct dchan *d, struct job *j) {
         xp_close(&d->conn);
       }
     }
-    if (j->prelim && d->conn.fd >= 0 && j->upload_fd >= 0 && !j->data_done) {
+    if (j->r.prelim && d->conn.fd >= 0 && j->upload_fd >= 0 && !j->data_done) {
       if (send_upload(cl, d, j) != 0) {
         return -1;
       }
       continue;
     }
-    if (j->data_done && j->final_code != 0) {
+    if (j->data_done && j->r.final_code != 0) {
       break;
     }
     if (wait_round(cl, d, j) != 0) {
@@ -305,8 +300,8 @@ int xfer_list(struct client *cl, const char *cmd, const char *arg,
   struct job j;
   memset(&j, 0, sizeof j);
   sink_open_mem(&k, cmd, out);
-  j.cmd = cmd;
-  j.arg = arg;
+  j.r.cmd = cmd;
+  j.r.arg = arg;
   j.sink = &k;
   j.upload_fd = -1;
   return transfer(cl, &j);
@@ -320,8 +315,8 @@ int xfer_get(struct client *cl, const char *remote) {
       0) {
     return -1;
   }
-  j.cmd = "RETR";
-  j.arg = remote;
+  j.r.cmd = "RETR";
+  j.r.arg = remote;
   j.sink = &k;
   j.upload_fd = -1;
   cl->refused = 0;
@@ -333,7 +328,7 @@ int xfer_get(struct client *cl, const char *remote) {
     }
     return -1;
   }
-  return sink_finish(&k, j.announced, cl->error, sizeof cl->error);
+  return sink_finish(&k, j.r.announced, cl->error, sizeof cl->error);
 }
 
 int xfer_put(struct client *cl, const char *local) {
@@ -346,8 +341,8 @@ int xfer_put(struct client *cl, const char *local) {
     sys_close(fd);
     return client_fail(cl, "cannot read local file %s", local);
   }
-  j.cmd = "STOR";
-  j.arg = base ? base + 1 : local;
+  j.r.cmd = "STOR";
+  j.r.arg = base ? base + 1 : local;
   j.upload_fd = fd;
   j.upload_size = (uint64_t)st.st_size;
   rc = transfer(cl, &j);

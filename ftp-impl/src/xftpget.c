@@ -27,15 +27,14 @@ struct lane {
 struct xrecv {
   struct client *cl;
   struct sink *k;
-  const char *cmd, *arg;
+  struct xfer_replies r;
   int lfd;
   struct lane lane[EXT_MAX_CONNS];
   unsigned nlanes, eods;
   uint64_t eof_count; /* 0 until the EOF block */
   struct ext_ranges g;
   char *chunk;
-  int prelim, final_code, data_done;
-  int64_t announced;
+  int data_done;
 };
 
 int xftp_setup(struct client *cl) {
@@ -91,31 +90,6 @@ static int announce_port(struct xrecv *x) {
   }
   if (r.code != 200) {
     return client_fail(cl, "%s refused: %d %s", r.cmd, r.code, r.text);
-  }
-  return 0;
-}
-
-static int take_replies(struct xrecv *x) {
-  struct client *cl = x->cl;
-  while (ctrl_has_reply(&cl->cc) && x->final_code == 0) {
-    struct reply r;
-    unsigned long long n;
-    if (ctrl_reply(&cl->cc, &r) != 0) {
-      return client_fail(cl, "%s", cl->cc.error);
-    }
-    if (r.code < 200) {
-      x->prelim = 1;
-      if (ctrl_reply_bytes(&r, &n) == 0) {
-        x->announced = (int64_t)n;
-      }
-      continue;
-    }
-    x->final_code = r.code;
-    cl->refused = r.code == 550 && !x->prelim;
-    if (r.code >= 300) {
-      return client_fail(cl, "%s %s failed: %d %s", x->cmd, x->arg, r.code,
-                         r.text);
-    }
   }
   return 0;
 }
@@ -227,13 +201,13 @@ static int wait_round(struct xrecv *x) {
   }
   rc = sys_poll(p, m, cl->timeout_ms);
   if (rc == 0) {
-    return client_fail(cl, "timeout during %s %s", x->cmd, x->arg);
+    return client_fail(cl, "timeout during %s %s", x->r.cmd, x->r.arg);
   }
   if (rc < 0) {
     return client_fail(cl, "poll: %s", strerror(errno));
   }
   if (p[0].revents != 0 &&
-      (ctrl_pump(&cl->cc, 0) < 0 || take_replies(x) != 0)) {
+      (ctrl_pump(&cl->cc, 0) < 0 || xfer_take_replies(x->cl, &x->r) != 0)) {
     return cl->error[0] ? -1 : client_fail(cl, "%s", cl->cc.error);
   }
   for (nfds_t k = 1; k < m; k++) {
@@ -273,15 +247,15 @@ static int run(struct xrecv *x) {
   if (announce_port(x) != 0) {
     return -1;
   }
-  if (ctrl_send(&cl->cc, x->cmd, x->arg) != 0) {
+  if (ctrl_send(&cl->cc, x->r.cmd, x->r.arg) != 0) {
     return client_fail(cl, "%s", cl->cc.error);
   }
-  while (!(x->data_done && x->final_code != 0)) {
-    if (take_replies(x) != 0 || wait_round(x) != 0) {
+  while (!(x->data_done && x->r.final_code != 0)) {
+    if (xfer_take_replies(x->cl, &x->r) != 0 || wait_round(x) != 0) {
       return -1;
     }
-    if (x->final_code != 0 && !x->prelim) {
-      return client_fail(cl, "%s: final reply without data transfer", x->cmd);
+    if (x->r.final_code != 0 && !x->r.prelim) {
+      return client_fail(cl, "%s: final reply without data transfer", x->r.cmd);
     }
     if (!x->data_done && data_complete(x)) {
       x->data_done = 1;
@@ -289,10 +263,10 @@ static int run(struct xrecv *x) {
     }
   }
   connections_event(x);
-  if (ext_ranges_check(&x->g, 0,
-                       x->announced >= 0 ? (uint64_t)x->announced : x->k->got,
-                       why, sizeof why) != 0) {
-    return client_fail(cl, "%s %s: %s", x->cmd, x->arg, why);
+  if (ext_ranges_check(
+          &x->g, 0, x->r.announced >= 0 ? (uint64_t)x->r.announced : x->k->got,
+          why, sizeof why) != 0) {
+    return client_fail(cl, "%s %s: %s", x->r.cmd, x->r.arg, why);
   }
   return 0;
 }
@@ -305,16 +279,16 @@ static int transfer(struct client *cl, const char *cmd, const char *arg,
   memset(x, 0, sizeof *x);
   x->cl = cl;
   x->k = k;
-  x->cmd = cmd;
-  x->arg = arg;
+  x->r.cmd = cmd;
+  x->r.arg = arg;
   x->lfd = -1;
-  x->announced = -1;
+  x->r.announced = -1;
   x->chunk = sys_malloc(XFTP_CHUNK);
   ext_ranges_init(&x->g, XFTP_MAX_PIECES);
   cl->refused = 0;
   rc = run(x);
   close_all(x);
-  *announced = x->announced;
+  *announced = x->r.announced;
   ext_ranges_free(&x->g);
   free(x->chunk);
   free(x);

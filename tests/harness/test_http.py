@@ -43,7 +43,7 @@ def test_every_run_is_whole_and_measured(http_smoke):
         sorted([("tcp", 0.0), ("tcp", 0.05), ("sctp", 0.0), ("sctp", 0.05)] * 3)
     for run in table:
         assert run["status"] == "ok" and run["flagged"] == "False", run
-        assert abs(float(run["pcap_client_diff_ms"])) < max(2.0, 10 * float(run["page_time_s"]))
+        assert abs(float(run["pcap_client_diff_ms"])) < max(10.0, 20 * float(run["page_time_s"]))
         record = json.loads((http_smoke / "runs" / run["run_id"] / "result.json").read_text())
         assert record["status"] == "ok" and not record["reasons"]
         assert record["capture"]["dropped"] == 0
@@ -61,16 +61,15 @@ def test_each_object_is_timed_from_the_pcap_and_agrees_with_httpc(http_smoke):
         for r in rows:
             assert float(r["request_s"]) < float(r["first_byte_s"]) <= float(r["complete_s"])
             # httpc's own clock: the same instants, later by its own reads (the workload's
-            # AGREEMENT_S: about 0.6 ms per message delivered at once after a hole fills)
-            tolerance = max(5e-3, 0.01 * float(run["page_time_s"]))
-            assert abs(float(r["complete_s"]) - float(r["client_complete_s"])) < tolerance, r
+            # AGREEMENT_S), well within a round trip (an instant read off the wrong packet)
+            assert abs(float(r["complete_s"]) - float(r["client_complete_s"])) < RTT_S / 4, r
         page = max(float(r["complete_s"]) for r in rows)
         assert page == pytest.approx(float(run["page_time_s"]), rel=1e-5)
-        # the document first, then the objects' requests together, a round trip at least
-        # before their answers
+        # the document first, then every object's request before any of their answers began
+        # (pipelined, or on streams of their own), each a round trip at least before its answer
         objects_sent = [float(r["request_s"]) for r in rows[1:]]
         assert min(objects_sent) >= float(rows[0]["complete_s"])
-        assert max(objects_sent) - min(objects_sent) < 0.01
+        assert max(objects_sent) < min(float(r["first_byte_s"]) for r in rows[1:])
         assert all(float(r["first_byte_s"]) - float(r["request_s"]) >= RTT_S for r in rows)
 
 

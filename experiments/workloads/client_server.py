@@ -1,0 +1,68 @@
+"""One client-server run on `path`, the shape ftp-mget's and http-page's runs share: the server
+and a capture of the client's interface started side by side (each costs a few hundred ms in
+the kernel), the client run to its end within the run's limit, and the capture stopped and
+moved to the run's pcap however the run went; a capture that wrote fewer packets than it was
+handed fails the run (it is redone)."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import procedure
+from ..procedure import RunFailure
+
+if TYPE_CHECKING:
+    from topology.net.base import Topology
+
+CLIENT_IF = "client-eth0"
+
+
+@contextmanager
+def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any],
+                       mark: Callable[[str], None], server_argv: Sequence[str],
+                       server_log: Path) -> Iterator[None]:
+    """The server on `server` and tcpdump on the client's interface, both ready, for the
+    block's length; record["capture"] holds tcpdump's closing counts, record["pcap"] the
+    pcap's path once it is in place."""
+    client, server = net.node("client"), net.node("server")
+    pcap_partial = Path(run["pcap"] + ".partial")
+    process = capture = None
+    try:
+        process = procedure.launch_logged(server.popen, server_argv, server_log)
+        capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
+                                           run["snaplen"])
+        procedure.await_ready(process, server_argv, server_log)
+        procedure.await_capture(capture, CLIENT_IF)
+        mark("server_and_capture_start")
+        yield
+    finally:
+        if capture is not None:
+            record["capture"] = procedure.stop_capture(capture, pcap_partial,
+                                                       procedure.CAPTURE_SETTLE_S)
+            if pcap_partial.exists():
+                os.replace(pcap_partial, run["pcap"])
+                record["pcap"] = run["pcap"]
+        if process is not None:
+            procedure.stop(process)
+    shortfall = procedure.capture_shortfall(record.get("capture", {}))
+    if shortfall:
+        raise RunFailure(shortfall)
+
+
+def run_client(net: Topology, argv: Sequence[str], run_dir: Path, timeout_s: float,
+               record: dict[str, Any], mark: Callable[[str], None]) -> None:
+    """The client on `client` to its end: its events into client.jsonl, its complaints into
+    client.err; a non-zero exit fails the run with the client's last words."""
+    started = time.monotonic()
+    record["client_status"] = procedure.run(
+        net.node("client").popen, argv, run_dir / "client.jsonl", run_dir / "client.err",
+        timeout_s + procedure.RUN_GRACE_S)
+    record["client_wall_s"] = time.monotonic() - started
+    mark("client")
+    if record["client_status"] != 0:
+        reason = (run_dir / "client.err").read_text(errors="replace").strip()
+        raise RunFailure(f"the client failed ({record['client_status']}): {reason[-300:]}")
