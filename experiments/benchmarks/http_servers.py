@@ -2,12 +2,15 @@
 loopback under the same load, side by side in one run. Prints a table and writes
 results/bench-http.json.
 
-The load is h2load's HTTP/1.1 mode (`h2load --h1`): N requests over C connections with up to M
-pipelined on each, for a small object (the study's 4 KB) and a large one (1 MB). Each server
-serves the same folder with its defaults for static files, logging off where it has a switch;
-each measurement is repeated and the median kept, and httpd's rate is given as a ratio to each
-stock server's, measured in the same run. httpd writes in the study's 1 KB application writes
-by default: `--write-size` shows what that costs against writes of 64 KB."""
+The load generator is h2load's HTTP/1.1 mode (`h2load --h1`) for all three: requests per second
+for a 4 KB object over keep-alive connections (one request at a time on each) and pipelined (8
+in flight on each), and the bulk throughput of a 100 MB file. Memory per connection: the
+proportional set size (PSS, /proc/<pid>/smaps_rollup) of the server's processes with 32 idle
+keep-alive connections open, less without, per connection. Each server serves the same
+folder with its defaults for static files, logging off; each load is repeated and the median
+kept, and httpd's figures are given as ratios to each stock server's from the same run. httpd
+runs as a web server would (sendfile, pipelined answers corked, no access log); a row with the
+study's 1 KB application writes shows what they cost."""
 from __future__ import annotations
 
 import argparse
@@ -29,7 +32,10 @@ from topology.kernel.base import REPO_ROOT
 from ..workloads.base import WorkloadError, require_programs
 
 OUTPUT = REPO_ROOT / "results" / "bench-http.json"
-LOADS = {"4K": (4096, 20_000, 8, 8), "1M": (1 << 20, 400, 4, 2)}   # size, requests, conns, depth
+# name: (object size, requests, connections, requests in flight per connection)
+LOADS = {"4K-keepalive": (4096, 20_000, 8, 1), "4K-pipelined": (4096, 40_000, 8, 8),
+         "100M": (100 << 20, 6, 1, 1)}
+IDLE_CONNECTIONS = 32
 REQUESTS = re.compile(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s, ([\d.]+)([KMG]?B)/s")
 DONE = re.compile(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) "
                   r"failed, (\d+) errored")
@@ -79,11 +85,14 @@ def stock_server_argv(kind: str, root: Path, port: int, work: Path) -> list[str]
 
 def start_server(kind: str, root: Path, work: Path, httpd: str, write_size: int
                  ) -> tuple[subprocess.Popen[bytes], int]:
+    """httpd as a web server is run: its writes as the transport takes them best (sendfile),
+    pipelined answers corked, no line per request (the stock servers log none here);
+    `write_size` > 0: the study's application writes instead."""
     port = free_port()
     if kind == "httpd":
-        argv = [httpd, "--root", str(root), "--listen", f"127.0.0.1:{port}", "--log",
-                "/dev/null", "--max-clients", "64", "--max-requests", "1000000",
-                "--write-size", str(write_size)]
+        argv = [httpd, "--root", str(root), "--listen", f"127.0.0.1:{port}",
+                "--max-clients", "64", "--max-requests", "1000000",
+                "--write-size", str(write_size), "--cork", "1", "--access-log", "0"]
     else:
         argv = stock_server_argv(kind, root, port, work / kind)
     with open(work / f"{kind}.stderr", "wb") as err:
@@ -106,6 +115,40 @@ def h2load(port: int, name: str, requests: int, connections: int, depth: int
     return {"requests_per_s": float(rate.group(3)), "mbyte_per_s": float(rate.group(4)) * unit}
 
 
+def tree_pss_kb(pid: int) -> int:
+    """PSS of a process and its descendants, kB."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            rollup = Path(f"/proc/{current}/smaps_rollup").read_text()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) for line in rollup.splitlines()
+                      if line.startswith("Pss:"))
+        todo += [int(c) for c in children]
+    return total
+
+
+def memory_per_connection(pid: int, port: int) -> float:
+    """PSS added per idle keep-alive connection (each has made one request)."""
+    time.sleep(0.5)
+    before = tree_pss_kb(pid)
+    held = []
+    try:
+        for _ in range(IDLE_CONNECTIONS):
+            c = socket.create_connection(("127.0.0.1", port), timeout=10)
+            c.sendall(b"HEAD /object-4096 HTTP/1.1\r\nHost: bench\r\n\r\n")
+            c.recv(4096)
+            held.append(c)
+        time.sleep(0.5)
+        return (tree_pss_kb(pid) - before) / IDLE_CONNECTIONS
+    finally:
+        for c in held:
+            c.close()
+
+
 def measure(kinds: list[str], root: Path, work: Path, httpd: str, repeats: int,
             write_size: int) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
@@ -113,12 +156,14 @@ def measure(kinds: list[str], root: Path, work: Path, httpd: str, repeats: int,
         process, port = start_server(kind, root, work, httpd, write_size)
         try:
             for load, (_, requests, connections, depth) in LOADS.items():
-                samples = [h2load(port, f"object-{load}", requests, connections, depth)
+                name = f"object-{LOADS[load][0]}"
+                samples = [h2load(port, name, requests, connections, depth)
                            for _ in range(repeats)]
                 out.setdefault(kind, {})[load] = {
                     "requests_per_s": statistics.median(s["requests_per_s"] for s in samples),
                     "mbyte_per_s": statistics.median(s["mbyte_per_s"] for s in samples),
                     "samples": samples}
+            out[kind]["pss_kb_per_connection"] = memory_per_connection(process.pid, port)
         finally:
             process.terminate()
             process.wait(10)
@@ -142,28 +187,32 @@ def main(argv: list[str]) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         work = Path(tmp)
+        work.chmod(0o755)       # httpd started as root serves as nobody
         root = work / "www"
         root.mkdir()
-        for load, (size, *_rest) in LOADS.items():
-            (root / f"object-{load}").write_bytes(bytes(range(256)) * (size // 256))
+        for size in {size for size, *_rest in LOADS.values()}:
+            (root / f"object-{size}").write_bytes(bytes(range(256)) * (size // 256))
         try:
             results = measure(["httpd", "lighttpd", "nginx"], root, work, httpd, args.repeats,
-                              1024)
-            results["httpd-64K-writes"] = measure(["httpd"], root, work, httpd, args.repeats,
-                                                  65536)["httpd"]
+                              0)
+            results["httpd-1K-writes"] = measure(["httpd"], root, work, httpd, args.repeats,
+                                                 1024)["httpd"]
         except BenchError as error:
             print(f"bench http: {error}")
             return 1
     ratios = {f"httpd/{other}": {load: results["httpd"][load]["requests_per_s"]
                                  / results[other][load]["requests_per_s"] for load in LOADS}
               for other in ("lighttpd", "nginx")}
-    print(f"{'server':18} " + " ".join(f"{load + ' req/s':>12} {load + ' MB/s':>10}"
-                                       for load in LOADS))
+    print(f"{'server':17} {'4K keep-alive':>14} {'4K pipelined':>14} {'100 MB':>10} "
+          f"{'PSS/conn':>9}")
+    print(f"{'':17} {'req/s':>14} {'req/s':>14} {'MB/s':>10} {'kB':>9}")
     for kind, loads in results.items():
-        print(f"{kind:18} " + " ".join(f"{loads[load]['requests_per_s']:12.0f} "
-                                       f"{loads[load]['mbyte_per_s']:10.1f}" for load in LOADS))
+        print(f"{kind:17} {loads['4K-keepalive']['requests_per_s']:14.0f} "
+              f"{loads['4K-pipelined']['requests_per_s']:14.0f} "
+              f"{loads['100M']['mbyte_per_s']:10.0f} {loads['pss_kb_per_connection']:9.1f}")
     for name, values in ratios.items():
-        print(f"{name:18} " + " ".join(f"{values[load]:12.2f} {'':10}" for load in LOADS))
+        print(f"{name:17} {values['4K-keepalive']:14.2f} {values['4K-pipelined']:14.2f} "
+              f"{values['100M']:10.2f}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({
         "benchmark": "http", "host": platform.node(), "cpus": len(os.sched_getaffinity(0)),

@@ -22,7 +22,12 @@ static const char usage_text[] =
     "stream\n"
     "  --streams N           SCTP streams offered each way (default 64)\n"
     "  --write-size BYTES    bytes per write; SCTP: per message (default "
-    "1024)\n"
+    "1024;\n"
+    "                        0: sendfile over TCP, 64 KB messages over SCTP)\n"
+    "  --access-log 0|1      a log line per request (default 1)\n"
+    "  --cork 0|1            TCP: answers to pipelined requests corked into "
+    "full\n"
+    "                        segments (default 0)\n"
     "  --max-requests N      per connection (default 10000)\n"
     "  --idle-timeout S      between requests (default 60)\n"
     "  --header-timeout S    to receive one request head (default 20)\n"
@@ -64,6 +69,8 @@ enum {
   O_LOG,
   O_SCHEDULER,
   O_RUNAS,
+  O_ACCESS_LOG,
+  O_CORK,
   O_HELP
 };
 
@@ -88,6 +95,8 @@ static const struct option longopts[] = {
     {"log", required_argument, NULL, O_LOG},
     {"sctp-scheduler", required_argument, NULL, O_SCHEDULER},
     {"run-as", required_argument, NULL, O_RUNAS},
+    {"access-log", required_argument, NULL, O_ACCESS_LOG},
+    {"cork", required_argument, NULL, O_CORK},
     {"help", no_argument, NULL, O_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -112,7 +121,7 @@ static void handle_opt(int c, const char *arg) {
   case O_LISTEN_SCTP: o->listen_sctp = arg; break;
   case O_STREAMS: o->xp.streams = cli_int("streams", arg, 1, 65535); break;
   case O_WRITE_SIZE:
-    o->write_size = (size_t)cli_int("write-size", arg, 1, 1 << 20);
+    o->write_size = (size_t)cli_int("write-size", arg, 0, 1 << 20);
     break;
   case O_MAX_REQ:
     o->max_requests = cli_int("max-requests", arg, 1, 1 << 30);
@@ -148,6 +157,8 @@ static void handle_opt(int c, const char *arg) {
   case O_LOG: o->log_path = arg; break;
   case O_SCHEDULER: set_scheduler(arg); break;
   case O_RUNAS: o->run_as = arg; break;
+  case O_ACCESS_LOG: o->access_log = cli_int("access-log", arg, 0, 1); break;
+  case O_CORK: o->cork = cli_int("cork", arg, 0, 1); break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
   default: cli_usage_exit(NULL);
   }
@@ -167,6 +178,7 @@ static void set_defaults(void) {
   o->header_timeout_s = 20;
   o->max_clients = 50;
   o->round_robin = 1;
+  o->access_log = 1;
   o->limits.max_head = 8192;
   o->limits.max_target = 2048;
   o->limits.max_headers = 100;

@@ -20,6 +20,8 @@ struct httpd_opts {
   int max_sessions;   /* stop after this many connections ended (0: never) */
   const char *run_as; /* the user after the listeners are bound ("": nobody) */
   const char *log_path; /* access log (none or "-": stderr) */
+  int cork;             /* TCP: pipelined answers corked */
+  int access_log;       /* a log line per request */
   int round_robin;      /* SCTP: answers on different streams sent in turn */
   struct http_limits limits;
   struct xp_opts xp; /* streams offered, buffers, nodelay, io timeout */

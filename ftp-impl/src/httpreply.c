@@ -10,6 +10,7 @@
 #include "sysutil.h"
 
 #define HEAD_CAP 512
+#define LARGE_WRITE 65536
 
 static int format_head(char *dst, size_t cap, int status, uint64_t length,
                        const char *type, int keep_alive) {
@@ -51,10 +52,34 @@ static int send_body(const struct http_reply *r, char *buf, size_t have, int fd,
   }
 }
 
+/* write_size 0: as the transport takes it best, the head and then the file
+ * in one call (TCP: sendfile, corked so the head shares a segment; SCTP:
+ * messages of LARGE_WRITE bytes). */
+static int send_whole(const struct http_reply *r, int fd, uint64_t size,
+                      const char *content_type) {
+  char head[HEAD_CAP];
+  uint64_t body = r->head_only ? 0 : size;
+  int rc;
+  if (format_head(head, sizeof head, 200, size, content_type, r->keep_alive) !=
+          0 ||
+      xp_cork(r->c, 1) != 0) {
+    return -1;
+  }
+  rc = xp_send(r->c, head, strlen(head), r->sid) == 0 &&
+               xp_send_file(r->c, fd, body, r->sid, LARGE_WRITE) == body
+           ? 0
+           : -1;
+  return xp_cork(r->c, 0) == 0 ? rc : -1;
+}
+
 int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
                     const char *content_type) {
-  char *buf = sys_malloc(r->write_size + HEAD_CAP);
+  char *buf;
   int rc;
+  if (r->write_size == 0) {
+    return send_whole(r, fd, size, content_type);
+  }
+  buf = sys_malloc(r->write_size + HEAD_CAP);
   if (format_head(buf, HEAD_CAP, 200, size, content_type, r->keep_alive) != 0) {
     free(buf);
     return -1;

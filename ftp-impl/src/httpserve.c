@@ -40,6 +40,9 @@ enum { GO_ON = 0, CLOSE = 1 };
 
 static void log_request(const struct http_request *q, unsigned sid, int status,
                         uint64_t bytes) {
+  if (!httpd_opts.access_log && status < 400) {
+    return;
+  }
   log_line("%s %.200s %d %llu stream=%u", q->method, q->target, status,
            (unsigned long long)bytes, sid);
 }
@@ -111,8 +114,7 @@ static int answer(struct conn *k, const struct http_request *q, unsigned sid) {
   return rc == 0 && r.keep_alive ? GO_ON : CLOSE;
 }
 
-/* Answer every complete request buffered on a lane. */
-static int drain_lane(struct conn *k, struct lane *l, unsigned sid) {
+static int answer_buffered(struct conn *k, struct lane *l, unsigned sid) {
   struct http_request q;
   int status;
   while (l->in.len > 0) {
@@ -135,6 +137,20 @@ static int drain_lane(struct conn *k, struct lane *l, unsigned sid) {
     }
   }
   return GO_ON;
+}
+
+/* Answer every complete request buffered on a lane.  With --cork 1, over
+ * TCP the answers to a batch of pipelined requests leave corked: full
+ * segments, not one short one per answer (the study's server wrote each
+ * 1 KB as it went: off by default). */
+static int drain_lane(struct conn *k, struct lane *l, unsigned sid) {
+  int corked =
+      httpd_opts.cork && k->c->proto == XP_TCP && xp_cork(k->c, 1) == 0;
+  int rc = answer_buffered(k, l, sid);
+  if (corked && xp_cork(k->c, 0) != 0) {
+    return CLOSE;
+  }
+  return rc;
 }
 
 /* How long to wait for more: the oldest unfinished head's deadline, or the

@@ -407,6 +407,13 @@ int xp_round_robin_streams(const struct xp_conn *c) {
   return setsockopt(c->fd, IPPROTO_SCTP, SCTP_STREAM_SCHEDULER, &v, sizeof v);
 }
 
+int xp_cork(const struct xp_conn *c, int on) {
+  if (c->proto != XP_TCP) {
+    return 0;
+  }
+  return sys_setsockopt_int(c->fd, IPPROTO_TCP, TCP_CORK, on);
+}
+
 int xp_quickack(const struct xp_conn *c) {
   if (c->proto != XP_TCP) {
     return 0;

@@ -83,6 +83,9 @@ int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
  * round-robin stream scheduler) instead of first come, first served.  TCP:
  * nothing. */
 int xp_round_robin_streams(const struct xp_conn *c);
+/* TCP: hold partial segments until uncorked (TCP_CORK), so that what is
+ * sent in several calls leaves in full segments.  SCTP: nothing. */
+int xp_cork(const struct xp_conn *c, int on);
 /* TCP: acknowledge at once what has arrived and leave the interactive
  * (pingpong) mode of delayed ACKs (TCP_QUICKACK; Linux clears it again, so
  * call it after every read).  SCTP: nothing (see SCTP_DELAYED_SACK). */
