@@ -102,26 +102,68 @@ class Counters:
     connections: int = 0      # TCP connections or SCTP associations the client opened
     handshakes: int = 0       # of those, completed
     retransmissions: int = 0  # retransmitted segments or DATA chunks, both directions
-    timeouts: int = 0         # retransmissions not triggered by duplicate acks / gap reports
+    timeouts: int = 0         # retransmissions that waited the RTO floor or longer
 
 
 def counters(pcap: Path, transport: str, client_ip: str, rto_floor_s: float) -> Counters:
     if transport == "tcp":
-        return _tcp_counters(pcap)
+        return _tcp_counters(pcap, rto_floor_s)
     return _sctp_counters(pcap, client_ip, rto_floor_s)
 
 
-def _tcp_counters(pcap: Path) -> Counters:
-    rows = fields(pcap, ["tcp.stream", "tcp.flags.syn", "tcp.flags.ack",
-                         "tcp.analysis.retransmission", "tcp.analysis.fast_retransmission"],
-                  "tcp")
+class SeqTracker:
+    """The payload of one direction of one TCP connection, in capture order: TsnTracker's
+    definition in bytes. A segment that starts below the highest byte seen is a retransmission
+    (a copy, or the filling of a hole whose first copy was lost before the capture point):
+    tshark calls a hole filled soon after it opened "out of order", not a retransmission, so
+    its own flag undercounts at the receiver."""
+
+    def __init__(self) -> None:
+        self.first_seen: dict[int, float] = {}
+        self.top = -1
+        self.gap_opened = 0.0
+
+    def see(self, start: int, end: int, now: float) -> float | None:
+        if start in self.first_seen:
+            self.top = max(self.top, end)
+            return now - self.first_seen[start]
+        self.first_seen[start] = now
+        if start < self.top:
+            self.top = max(self.top, end)
+            return now - self.gap_opened
+        if self.top >= 0 and start > self.top:
+            self.gap_opened = now  # the bytes between top and start were lost
+        self.top = end
+        return None
+
+
+def _tcp_counters(pcap: Path, rto_floor_s: float) -> Counters:
+    """Connections from SYNs; payload retransmissions by SeqTracker. At the receiver a fast
+    retransmit fills its hole about a round trip after it opened, a timeout's copy comes at
+    least the RTO floor later than that (Linux: RTO >= the smoothed RTT + 200 ms): a
+    retransmission is a timeout when it waited the floor plus the connection's handshake round
+    trip. A SYN or FIN sent again (tshark's flag on a segment without payload) is a timeout."""
+    rows = fields(pcap, ["frame.time_epoch", "tcp.stream", "ip.src", "tcp.srcport",
+                         "tcp.flags.syn", "tcp.flags.ack", "tcp.seq", "tcp.len",
+                         "tcp.analysis.retransmission", "tcp.analysis.initial_rtt"], "tcp")
     opened, completed, counts = set(), set(), Counters()
-    for stream, syn, ack, retrans, fast in rows:
+    trackers: dict[tuple[str, str, str], SeqTracker] = {}
+    round_trip: dict[str, float] = {}
+    for time_s, stream, src, sport, syn, ack, seq, length, retrans, irtt in rows:
         if is_true(syn):
             (completed if is_true(ack) else opened).add(stream)
-        if retrans:
+        if irtt:
+            round_trip[stream] = float(irtt)
+        if not length or int(length) == 0:
+            if retrans:
+                counts.retransmissions += 1
+                counts.timeouts += 1
+            continue
+        tracker = trackers.setdefault((stream, src, sport), SeqTracker())
+        waited = tracker.see(int(seq), int(seq) + int(length), float(time_s))
+        if waited is not None:
             counts.retransmissions += 1
-            if not fast:
+            if waited >= rto_floor_s + round_trip.get(stream, 0.0):
                 counts.timeouts += 1
     counts.connections = len(opened)
     counts.handshakes = len(completed & opened)
