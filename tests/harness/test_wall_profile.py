@@ -4,6 +4,8 @@ every core-second of every round is put down to a phase, and `testbed profile` p
 from __future__ import annotations
 
 import json
+import statistics
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -26,9 +28,11 @@ def records(smoke: Path) -> dict[str, dict]:
 def test_stamped_phases_agree_with_the_kernel_s_own_clock(smoke):
     """On the real clock the kernel's monotonic clock and the host's run at one rate: each
     run's phases, stamped on the host as the kernel reported them, are the ones the kernel
-    measured itself."""
+    measured itself. A stamp is late by the host's poll and its scheduling, which on a loaded
+    machine now and then exceeds the slack; a step put down to the wrong phase is wrong in
+    every run, so each step's median over the runs is held to the slack."""
     runs = records(smoke)
-    compared = 0
+    errors: dict[str, list[float]] = defaultdict(list)
     for wall in walls(smoke):
         assert wall["clock"] == "real"
         marks = wall["marks"]
@@ -36,9 +40,11 @@ def test_stamped_phases_agree_with_the_kernel_s_own_clock(smoke):
             own = runs.get(run, {}).get("phases_s", {}).get(step)
             if own is None or step == "links_and_sysctls":   # the first follows the record
                 continue
-            assert at - before == pytest.approx(own, abs=STAMP_SLACK_S), (run, step)
-            compared += 1
-    assert compared >= 4 * len(runs)
+            errors[step].append(at - before - own)
+    assert sum(map(len, errors.values())) >= 4 * len(runs)
+    for step, errs in errors.items():
+        worst = max(errs, key=abs)
+        assert abs(statistics.median(errs)) <= STAMP_SLACK_S, (step, worst, len(errs))
 
 
 def test_the_boot_is_the_backend_s_launch_to_job_and_a_bit_of_python(smoke):
