@@ -93,7 +93,7 @@ static void check_ftpd(void) {
 
 static void check_ftpc(const struct copts *o) {
   if (o->ncmds < 1 || o->cmds == NULL || o->timeout_s < 1 ||
-      (unsigned)o->variant > V_SCTP_MS_CP) {
+      (unsigned)o->variant > V_XFTP || o->parallel < 1 || o->parallel > 64) {
     abort();
   }
 }
