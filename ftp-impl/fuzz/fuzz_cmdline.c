@@ -23,6 +23,7 @@
 
 #include "bulkopts.h"
 #include "clientopts.h"
+#include "extblock.h"
 #include "tunables.h"
 
 #define MAX_ARGS 32
@@ -93,7 +94,8 @@ static void check_ftpd(void) {
 
 static void check_ftpc(const struct copts *o) {
   if (o->ncmds < 1 || o->cmds == NULL || o->timeout_s < 1 ||
-      (unsigned)o->variant > V_XFTP || o->parallel < 1 || o->parallel > 64) {
+      (unsigned)o->variant > V_XFTP || o->parallel < 1 ||
+      o->parallel > EXT_MAX_CONNS) {
     abort();
   }
 }

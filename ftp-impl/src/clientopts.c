@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extblock.h"
 #include "str.h"
 
 static const char usage_text[] =
@@ -141,7 +142,9 @@ static void handle_opt(struct copts *o, int c, const char *arg) {
   case O_SNDBUF: o->xp.sndbuf = int_arg(arg, 1024, 1 << 30); break;
   case O_RCVBUF: o->xp.rcvbuf = int_arg(arg, 1024, 1 << 30); break;
   case O_BIND: set_bind(o, arg); break;
-  case O_PARALLEL: o->parallel = (unsigned)int_arg(arg, 1, 64); break;
+  case O_PARALLEL:
+    o->parallel = (unsigned)int_arg(arg, 1, (int)EXT_MAX_CONNS);
+    break;
   case O_HELP: fputs(usage_text, stdout); exit(0);
   default: usage_exit(NULL);
   }
