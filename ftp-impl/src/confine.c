@@ -4,8 +4,11 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "str.h"
 
@@ -113,4 +116,16 @@ enum confine_result confine_resolve(const char *root, const char *cwd,
     return CONFINE_OUTSIDE;
   }
   return str_copy(real, rcap, resolved) == 0 ? CONFINE_OK : CONFINE_BAD;
+}
+
+int confine_open_beneath(int dirfd, const char *path, int flags) {
+  struct open_how how;
+  long fd;
+  memset(&how, 0, sizeof how);
+  how.flags = (unsigned long long)(unsigned)flags;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  do {
+    fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+  } while (fd < 0 && errno == EINTR);
+  return (int)fd;
 }

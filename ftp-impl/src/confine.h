@@ -22,4 +22,10 @@ enum confine_result confine_resolve(const char *root, const char *cwd,
                                     const char *arg, int must_exist, char *virt,
                                     size_t vcap, char *real, size_t rcap);
 
+/* Open path relative to the directory dirfd with the kernel refusing every
+ * step that would leave it: "..", absolute paths and symlinks pointing out
+ * (openat2's RESOLVE_BENEATH, Linux 5.6).  The fd, or -1 with errno (EXDEV:
+ * it would leave; ENOSYS: a kernel without openat2). */
+int confine_open_beneath(int dirfd, const char *path, int flags);
+
 #endif

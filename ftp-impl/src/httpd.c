@@ -23,7 +23,7 @@ static void serve_connection(struct xp_conn *c, const struct addr *peer) {
 
 static void refuse(struct xp_conn *c, const struct addr *peer,
                    enum forkserver_refusal why, int limit) {
-  struct http_reply r = {c, 0, httpd_opts.write_size, 0, 0};
+  struct http_reply r = {c, 0, httpd_opts.write_size, 0, 0, 0};
   (void)peer;
   (void)why;
   log_line("REFUSED connection: %d clients already", limit);

@@ -11,6 +11,7 @@
 
 #define HEAD_CAP 512
 #define LARGE_WRITE 65536
+#define SMALL_FILE 16384
 
 static int format_head(char *dst, size_t cap, int status, uint64_t length,
                        const char *type, int keep_alive) {
@@ -42,7 +43,7 @@ static int send_body(const struct http_reply *r, char *buf, size_t have, int fd,
     }
     have += (size_t)got;
     left -= (uint64_t)got;
-    if (have > 0 && xp_send(r->c, buf, have, r->sid) != 0) {
+    if (have > 0 && xp_send_more(r->c, buf, have, r->sid, r->more) != 0) {
       return -1;
     }
     if (left == 0) {
@@ -52,24 +53,60 @@ static int send_body(const struct http_reply *r, char *buf, size_t have, int fd,
   }
 }
 
-/* write_size 0: as the transport takes it best, the head and then the file
- * in one call (TCP: sendfile, corked so the head shares a segment; SCTP:
- * messages of LARGE_WRITE bytes). */
+/* Read the first n bytes of fd into dst; -1 when it is shorter. */
+static int read_head_of(int fd, char *dst, size_t n) {
+  off_t at = 0;
+  while (n > 0) {
+    ssize_t got = sys_pread(fd, dst, n, at);
+    if (got <= 0) {
+      if (got == 0) {
+        errno = ENODATA; /* the file is shorter than announced */
+      }
+      return -1;
+    }
+    dst += got;
+    at += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
+
+/* A small file over TCP: head and body in one send, one segment when they
+ * fit. */
+static int send_small(const struct http_reply *r, int fd, uint64_t body,
+                      const char *content_type, uint64_t size) {
+  char buf[HEAD_CAP + SMALL_FILE];
+  size_t head;
+  if (format_head(buf, HEAD_CAP, 200, size, content_type, r->keep_alive) != 0) {
+    return -1;
+  }
+  head = strlen(buf);
+  if (read_head_of(fd, buf + head, (size_t)body) != 0) {
+    return -1;
+  }
+  return xp_send_more(r->c, buf, head + (size_t)body, r->sid, r->more);
+}
+
+/* write_size 0: as the transport takes it best.  TCP: a small file in one
+ * send, a larger one as the head held back (MSG_MORE) and sendfile, so the
+ * head shares the first segment; SCTP: the head, then messages of
+ * LARGE_WRITE bytes. */
 static int send_whole(const struct http_reply *r, int fd, uint64_t size,
                       const char *content_type) {
   char head[HEAD_CAP];
   uint64_t body = r->head_only ? 0 : size;
-  int rc;
+  if (r->c->proto == XP_TCP && body <= SMALL_FILE) {
+    return send_small(r, fd, body, content_type, size);
+  }
   if (format_head(head, sizeof head, 200, size, content_type, r->keep_alive) !=
           0 ||
-      xp_cork(r->c, 1) != 0) {
+      sys_lseek(fd, 0) != 0) {
     return -1;
   }
-  rc = xp_send(r->c, head, strlen(head), r->sid) == 0 &&
-               xp_send_file(r->c, fd, body, r->sid, LARGE_WRITE) == body
-           ? 0
-           : -1;
-  return xp_cork(r->c, 0) == 0 ? rc : -1;
+  return xp_send_more(r->c, head, strlen(head), r->sid, 1) == 0 &&
+                 xp_send_file(r->c, fd, body, r->sid, LARGE_WRITE) == body
+             ? 0
+             : -1;
 }
 
 int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
@@ -78,6 +115,9 @@ int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
   int rc;
   if (r->write_size == 0) {
     return send_whole(r, fd, size, content_type);
+  }
+  if (sys_lseek(fd, 0) != 0) {
+    return -1;
   }
   buf = sys_malloc(r->write_size + HEAD_CAP);
   if (format_head(buf, HEAD_CAP, 200, size, content_type, r->keep_alive) != 0) {
@@ -100,7 +140,7 @@ int http_reply_error(const struct http_reply *r, int status) {
     errno = EOVERFLOW;
     return -1;
   }
-  return xp_send(r->c, head, strlen(head), r->sid);
+  return xp_send_more(r->c, head, strlen(head), r->sid, r->more);
 }
 
 const char *http_content_type(const char *name) {

@@ -14,10 +14,13 @@ struct http_reply {
   size_t write_size; /* bytes per write; the head rides in the first */
   int head_only;     /* HEAD: the head of what GET would send */
   int keep_alive;    /* 0: "Connection: close" */
+  int more;          /* another answer follows at once: TCP may hold the
+                        last bytes back to share a segment with it */
 };
 
-/* 200 with a file's bytes (fd open, size bytes from its start).  0 sent,
- * -1 the connection failed (or the file shrank: the answer is cut short). */
+/* 200 with a file's bytes: size bytes from its start, wherever fd's offset
+ * is.  0 sent, -1 the connection failed (or the file shrank: the answer is
+ * cut short). */
 int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
                     const char *content_type);
 /* An error status with a short HTML body (405 adds Allow: GET, HEAD). */

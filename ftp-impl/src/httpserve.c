@@ -2,6 +2,7 @@
  * much as one request head may hold, and answers each request before it
  * reads further, so a client that pipelines 10^4 requests in one write
  * costs at most one head's buffer per stream. */
+#define _GNU_SOURCE /* memmem */
 #include "httpserve.h"
 
 #include <errno.h>
@@ -11,10 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "confine.h"
 #include "httpdopts.h"
 #include "httpmsg.h"
 #include "httpreply.h"
+#include "httptarget.h"
 #include "logging.h"
 #include "str.h"
 #include "sysutil.h"
@@ -30,6 +31,7 @@ struct lane {
 
 struct conn {
   struct xp_conn *c;
+  struct http_targets files;
   struct lane *lanes;
   unsigned nlanes;
   int requests;
@@ -47,34 +49,6 @@ static void log_request(const struct http_request *q, unsigned sid, int status,
            (unsigned long long)bytes, sid);
 }
 
-/* The file a path names inside the root, opened; a directory means its
- * index.html.  The status when there is none. */
-static int open_target(const char *path, int *fd, struct stat *st) {
-  char virt[PATH_MAX], real[PATH_MAX];
-  enum confine_result r = confine_resolve(httpd_opts.root, "/", path, 1, virt,
-                                          sizeof virt, real, sizeof real);
-  if (r == CONFINE_OUTSIDE) {
-    return 403;
-  }
-  if (r != CONFINE_OK) {
-    return r == CONFINE_NOENT ? 404 : 400;
-  }
-  if (sys_stat(real, st) == 0 && S_ISDIR(st->st_mode)) {
-    if (str_append(real, sizeof real, "/index.html") != 0) {
-      return 414;
-    }
-  }
-  *fd = sys_open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-  if (*fd < 0) {
-    return errno == ENOENT ? 404 : 403;
-  }
-  if (sys_fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
-    sys_close(*fd);
-    return 404;
-  }
-  return 200;
-}
-
 static int refusal_status(const struct http_request *q) {
   int get = strcmp(q->method, "GET") == 0,
       head = strcmp(q->method, "HEAD") == 0;
@@ -84,11 +58,13 @@ static int refusal_status(const struct http_request *q) {
   return q->has_body ? 400 : 0; /* a body we would have to skip */
 }
 
-/* Answer one parsed request on stream sid. */
-static int answer(struct conn *k, const struct http_request *q, unsigned sid) {
+/* Answer one parsed request on stream sid; more: another follows at once. */
+static int answer(struct conn *k, const struct http_request *q, unsigned sid,
+                  int more) {
   char path[HTTP_TARGET_CAP + 1];
-  struct http_reply r = {k->c, sid, httpd_opts.write_size,
-                         strcmp(q->method, "HEAD") == 0, q->keep_alive};
+  struct http_reply r = {
+      k->c,          sid, httpd_opts.write_size, strcmp(q->method, "HEAD") == 0,
+      q->keep_alive, more};
   struct stat st;
   int fd = -1, status = refusal_status(q), rc;
   k->requests++;
@@ -97,7 +73,7 @@ static int answer(struct conn *k, const struct http_request *q, unsigned sid) {
   } else if (http_target_path(q->target, path, sizeof path) != 0) {
     status = 400;
   } else {
-    status = open_target(path, &fd, &st);
+    status = http_targets_open(&k->files, path, &fd, &st);
   }
   if (k->requests >= httpd_opts.max_requests) {
     r.keep_alive = 0;
@@ -109,22 +85,32 @@ static int answer(struct conn *k, const struct http_request *q, unsigned sid) {
   }
   rc = http_reply_file(&r, fd, (uint64_t)st.st_size,
                        http_content_type(q->target));
-  sys_close(fd);
   log_request(q, sid, rc == 0 ? 200 : 500, (uint64_t)st.st_size);
   return rc == 0 && r.keep_alive ? GO_ON : CLOSE;
 }
 
-static int answer_buffered(struct conn *k, struct lane *l, unsigned sid) {
+/* Whether a whole request head waits in the lane after the one being
+ * answered, so that answer need not leave alone (--cork, TCP). */
+static int next_head_buffered(const struct conn *k, const struct lane *l) {
+  return httpd_opts.cork && k->c->proto == XP_TCP &&
+         memmem(l->in.data, l->in.len, "\r\n\r\n", 4) != NULL;
+}
+
+/* Answer every complete request buffered on a lane.  With --cork 1, over
+ * TCP the answers to a batch of pipelined requests leave in full segments,
+ * not one short one per answer (the study's server wrote each 1 KB as it
+ * went: off by default). */
+static int drain_lane(struct conn *k, struct lane *l, unsigned sid) {
   struct http_request q;
-  int status;
+  int status, held = 0;
   while (l->in.len > 0) {
     int r = http_parse_request(l->in.data, l->in.len, &httpd_opts.limits, &q,
                                &status);
     if (r == 0) {
-      return GO_ON;
+      break;
     }
     if (r < 0) {
-      struct http_reply e = {k->c, sid, httpd_opts.write_size, 0, 0};
+      struct http_reply e = {k->c, sid, httpd_opts.write_size, 0, 0, 0};
       log_line("REFUSED request on stream %u: %d", sid, status);
       k->closing = 1;
       (void)http_reply_error(&e, status);
@@ -132,25 +118,13 @@ static int answer_buffered(struct conn *k, struct lane *l, unsigned sid) {
     }
     buf_consume(&l->in, q.head_len);
     l->started_ms = l->in.len > 0 ? sys_mono_ms() : 0;
-    if (answer(k, &q, sid) == CLOSE) {
+    held = next_head_buffered(k, l);
+    if (answer(k, &q, sid, held) == CLOSE) {
       return CLOSE;
     }
   }
-  return GO_ON;
-}
-
-/* Answer every complete request buffered on a lane.  With --cork 1, over
- * TCP the answers to a batch of pipelined requests leave corked: full
- * segments, not one short one per answer (the study's server wrote each
- * 1 KB as it went: off by default). */
-static int drain_lane(struct conn *k, struct lane *l, unsigned sid) {
-  int corked =
-      httpd_opts.cork && k->c->proto == XP_TCP && xp_cork(k->c, 1) == 0;
-  int rc = answer_buffered(k, l, sid);
-  if (corked && xp_cork(k->c, 0) != 0) {
-    return CLOSE;
-  }
-  return rc;
+  /* a head that looked whole was not: push what was held for it */
+  return held && xp_cork(k->c, 0) != 0 ? CLOSE : GO_ON;
 }
 
 /* How long to wait for more: the oldest unfinished head's deadline, or the
@@ -176,7 +150,7 @@ static void time_out(struct conn *k, int half_read) {
   unsigned i;
   for (i = 0; half_read && i < k->nlanes; i++) {
     if (k->lanes[i].started_ms != 0) {
-      struct http_reply e = {k->c, i, httpd_opts.write_size, 0, 0};
+      struct http_reply e = {k->c, i, httpd_opts.write_size, 0, 0, 0};
       log_line("TIMEOUT request head on stream %u", i);
       (void)http_reply_error(&e, 408);
     }
@@ -208,7 +182,7 @@ static long read_some(struct conn *k) {
     l->started_ms = sys_mono_ms();
   }
   if (buf_append(&l->in, tmp, (size_t)n) != 0) {
-    struct http_reply e = {k->c, sid, httpd_opts.write_size, 0, 0};
+    struct http_reply e = {k->c, sid, httpd_opts.write_size, 0, 0, 0};
     (void)http_reply_error(&e, 431);
     return -1;
   }
@@ -266,6 +240,7 @@ void http_serve(struct xp_conn *c, const char *peer) {
   log_set_peer(peer);
   memset(&k, 0, sizeof k);
   k.c = c;
+  http_targets_init(&k.files, httpd_opts.root);
   k.nlanes = lane_count(c);
   k.lanes = sys_malloc(sizeof *k.lanes * k.nlanes);
   for (i = 0; i < k.nlanes; i++) {
@@ -283,4 +258,5 @@ void http_serve(struct xp_conn *c, const char *peer) {
     buf_free(&k.lanes[i].in);
   }
   free(k.lanes);
+  http_targets_close(&k.files);
 }

@@ -119,6 +119,15 @@ ssize_t sys_read(int fd, void *p, size_t n) {
   }
 }
 
+ssize_t sys_pread(int fd, void *p, size_t n, off_t off) {
+  for (;;) {
+    ssize_t rc = pread(fd, p, n, off);
+    if (rc >= 0 || errno != EINTR) {
+      return rc;
+    }
+  }
+}
+
 int sys_write_all(int fd, const void *p, size_t n) {
   const char *c = p;
   while (n > 0) {

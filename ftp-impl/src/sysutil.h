@@ -33,6 +33,8 @@ int sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms);
 int sys_wait_fd(int fd, short events, int timeout_ms);
 
 ssize_t sys_read(int fd, void *p, size_t n);
+/* pread() that retries on EINTR. */
+ssize_t sys_pread(int fd, void *p, size_t n, off_t off);
 /* Write all n bytes; -1 on error. */
 int sys_write_all(int fd, const void *p, size_t n);
 void sys_close(int fd);

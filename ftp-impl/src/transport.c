@@ -258,12 +258,18 @@ static int sctp_send_msg(int fd, const void *p, size_t n, unsigned sid) {
 }
 
 int xp_send(const struct xp_conn *c, const void *p, size_t n, unsigned sid) {
+  return xp_send_more(c, p, n, sid, 0);
+}
+
+int xp_send_more(const struct xp_conn *c, const void *p, size_t n, unsigned sid,
+                 int more) {
   const char *q = p;
+  int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
   if (c->proto == XP_SCTP) {
     return n == 0 ? 0 : sctp_send_msg(c->fd, p, n, sid);
   }
   while (n > 0) {
-    ssize_t rc = send(c->fd, q, n, MSG_NOSIGNAL);
+    ssize_t rc = send(c->fd, q, n, flags);
     if (rc < 0) {
       if (errno == EINTR) {
         continue;

@@ -63,6 +63,11 @@ int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
 
 /* Send all n bytes on stream sid (one SCTP message).  -1 on error. */
 int xp_send(const struct xp_conn *c, const void *p, size_t n, unsigned sid);
+/* xp_send; more != 0 says more bytes follow at once, so TCP may hold these
+ * back to fill a segment (MSG_MORE: the next send without it, or xp_cork
+ * off, pushes them).  SCTP ignores it. */
+int xp_send_more(const struct xp_conn *c, const void *p, size_t n, unsigned sid,
+                 int more);
 /* Send without waiting: bytes taken (TCP: possibly fewer than n; SCTP: n, one
  * message), or -1 with errno EAGAIN when the send buffer has no room. */
 ssize_t xp_send_nowait(const struct xp_conn *c, const void *p, size_t n,

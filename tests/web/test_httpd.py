@@ -101,6 +101,49 @@ def test_hostile_requests_get_their_status_and_the_server_stays_whole(httpd, req
     assert s.alive() and s.fds() == before
 
 
+def test_links_that_stay_inside_the_root_are_followed(httpd, site):
+    root, files = site
+    (root / "inlink").symlink_to("sub")
+    (root / "absfile").symlink_to(root / "o1.png")      # absolute, but inside
+    (root / "sub" / "up").symlink_to("../o3.png")
+    s = httpd()
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    for path, want in [("/inlink/", files["sub/index.html"]), ("/absfile", files["o1.png"]),
+                       ("/sub/up", files["o3.png"]), ("/inlink/../o2.png", files["o2.png"]),
+                       ("/outlink/secret.txt", None), ("/sub/../outfile", None)]:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        body = resp.read()
+        assert (resp.status, body) == (200, want) if want else resp.status == 403, path
+    conn.close()
+
+
+def test_a_file_replaced_on_disk_is_served_anew_on_the_same_connection(httpd, site):
+    root, files = site
+    s = httpd()
+    before = s.fds()
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+
+    def get(path):
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+
+    assert get("/o1.png") == (200, files["o1.png"])
+    assert get("/o1.png") == (200, files["o1.png"])     # again: the file kept open
+    assert get("/o2.png") == (200, files["o2.png"])
+    (root / "o1.new").write_bytes(b"replaced\n")
+    (root / "o1.new").replace(root / "o1.png")
+    time.sleep(1.2)                                     # past HTTP_TARGET_CACHE_MS
+    assert get("/o1.png") == (200, b"replaced\n")
+    (root / "o1.png").unlink()
+    time.sleep(1.2)
+    assert get("/o1.png")[0] == 404
+    conn.close()
+    s.settle()
+    assert s.alive() and s.fds() == before
+
+
 def test_ten_thousand_pipelined_requests_in_one_write_are_answered_in_order(httpd, site):
     s = httpd("--max-requests", "20000")
     names = [f"o{1 + i % 7}.png" for i in range(10_000)]
