@@ -6,11 +6,13 @@ The load generator is h2load's HTTP/1.1 mode (`h2load --h1`) for all three: requ
 for a 4 KB object over keep-alive connections (one request at a time on each) and pipelined (8
 in flight on each), and the bulk throughput of a 100 MB file. Memory per connection: the
 proportional set size (PSS, /proc/<pid>/smaps_rollup) of the server's processes with 32 idle
-keep-alive connections open, less without, per connection. Each server serves the same
+keep-alive connections open, less without, per connection. Context switches per request: the
+machine's (/proc/stat) over a load, the load generator's included. Each server serves the same
 folder with its defaults for static files, logging off; each load is repeated and the median
 kept, and httpd's figures are given as ratios to each stock server's from the same run. httpd
-runs as a web server would (sendfile, pipelined answers corked, no access log); a row with the
-study's 1 KB application writes shows what they cost."""
+runs as a web server would (a small file and its head in one send, a large one by sendfile,
+pipelined answers held back into full segments, no access log); a row with the study's 1 KB
+application writes shows what they cost."""
 from __future__ import annotations
 
 import argparse
@@ -103,8 +105,17 @@ def start_server(kind: str, root: Path, work: Path, httpd: str, write_size: int
     return process, port
 
 
+def context_switches() -> int:
+    """The machine's context switches since boot (/proc/stat ctxt)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("ctxt "):
+            return int(line.split()[1])
+    return 0
+
+
 def h2load(port: int, name: str, requests: int, connections: int, depth: int
            ) -> dict[str, float]:
+    switches = context_switches()
     out = subprocess.run(["h2load", "--h1", "-n", str(requests), "-c", str(connections),
                           "-m", str(depth), f"http://127.0.0.1:{port}/{name}"],
                          capture_output=True, text=True, timeout=600)
@@ -112,7 +123,8 @@ def h2load(port: int, name: str, requests: int, connections: int, depth: int
     if out.returncode != 0 or not done or not rate or done.group(4) != str(requests):
         raise BenchError(f"h2load against port {port}: {out.stdout[-600:]}{out.stderr[-300:]}")
     unit = {"B": 1e-6, "KB": 1e-3, "MB": 1.0, "GB": 1e3}[rate.group(5)]
-    return {"requests_per_s": float(rate.group(3)), "mbyte_per_s": float(rate.group(4)) * unit}
+    return {"requests_per_s": float(rate.group(3)), "mbyte_per_s": float(rate.group(4)) * unit,
+            "switches_per_request": (context_switches() - switches) / requests}
 
 
 def tree_pss_kb(pid: int) -> int:
@@ -162,6 +174,8 @@ def measure(kinds: list[str], root: Path, work: Path, httpd: str, repeats: int,
                 out.setdefault(kind, {})[load] = {
                     "requests_per_s": statistics.median(s["requests_per_s"] for s in samples),
                     "mbyte_per_s": statistics.median(s["mbyte_per_s"] for s in samples),
+                    "switches_per_request": statistics.median(s["switches_per_request"]
+                                                              for s in samples),
                     "samples": samples}
             out[kind]["pss_kb_per_connection"] = memory_per_connection(process.pid, port)
         finally:
@@ -204,12 +218,13 @@ def main(argv: list[str]) -> int:
                                  / results[other][load]["requests_per_s"] for load in LOADS}
               for other in ("lighttpd", "nginx")}
     print(f"{'server':17} {'4K keep-alive':>14} {'4K pipelined':>14} {'100 MB':>10} "
-          f"{'PSS/conn':>9}")
-    print(f"{'':17} {'req/s':>14} {'req/s':>14} {'MB/s':>10} {'kB':>9}")
+          f"{'PSS/conn':>9} {'switches/req':>13}")
+    print(f"{'':17} {'req/s':>14} {'req/s':>14} {'MB/s':>10} {'kB':>9} {'keep-alive':>13}")
     for kind, loads in results.items():
         print(f"{kind:17} {loads['4K-keepalive']['requests_per_s']:14.0f} "
               f"{loads['4K-pipelined']['requests_per_s']:14.0f} "
-              f"{loads['100M']['mbyte_per_s']:10.0f} {loads['pss_kb_per_connection']:9.1f}")
+              f"{loads['100M']['mbyte_per_s']:10.0f} {loads['pss_kb_per_connection']:9.1f} "
+              f"{loads['4K-keepalive']['switches_per_request']:13.2f}")
     for name, values in ratios.items():
         print(f"{name:17} {values['4K-keepalive']:14.2f} {values['4K-pipelined']:14.2f} "
               f"{values['100M']:10.2f}")
