@@ -82,11 +82,12 @@ fidelity: setup
 
 # Virtual time against real time: the FTP programs on the E1 paths through the harness, in real
 # time, wall-cpu and inf-cpu virtual time, in alternating batches (BATCHES, default 3; about 30
-# minutes); E1=1 adds one timed repetition of the full E1 matrix in virtual time.
+# minutes); E1=1 adds one timed repetition of the full E1 matrix in virtual time. Real time boots
+# the same kernel build (REAL_KERNEL=uml: Debian's User-Mode Linux instead).
 # Prints tables, writes results/bench-virtual.json.
 bench-virtual: kernel build
 	$(TESTBED) bench virtual-clock $(if $(E1),--e1) $(if $(WORKERS),--workers $(WORKERS)) \
-		$(if $(BATCHES),--batches $(BATCHES))
+		$(if $(BATCHES),--batches $(BATCHES)) $(if $(REAL_KERNEL),--real-kernel $(REAL_KERNEL))
 
 # The links alone in both clocks (ping RTT, TCP and SCTP goodput, kernel-level transfers):
 # writes results/bench-virtual-links.json.

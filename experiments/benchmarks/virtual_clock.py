@@ -1,8 +1,11 @@
 """`make bench-virtual`: the FTP programs in virtual time against real time, through the harness.
 
 The experiment experiments/bench-virtual.toml (three E1 paths, loss 0, 0.03 and 0.10, tcp and
-sctp-ms) runs in three clocks: real time (KERNEL=uml), virtual time as shipped (KERNEL=uml-virtual,
-time-travel=wall-cpu) and virtual time with free computing (time-travel=inf-cpu). Path by path,
+sctp-ms) runs in three clocks: real time, virtual time as shipped (KERNEL=uml-virtual,
+time-travel=wall-cpu) and virtual time with free computing (time-travel=inf-cpu). Real time runs
+the same kernel build as virtual time (KERNEL=uml-built), so the comparison changes the clock
+alone; --real-kernel uml compares with Debian's prebuilt User-Mode Linux instead (another patch
+level of 6.1: the kernel then differs too). Path by path,
 it runs in batches: each batch runs every point a few times in each clock, from empty result
 directories and freshly booted kernels, and the batches alternate the clocks, so slow drifts of
 the host fall on every clock alike.
@@ -19,7 +22,8 @@ Compared side by side for every point: transfer times (means and 90% intervals, 
 overlap; Welch's test on the batch means), the links' ping RTT before the runs, and the
 wall-time speed-up per path.
 
-    testbed bench virtual-clock [--workers N] [--batches B] [--e1] [--out FILE]
+    testbed bench virtual-clock [--workers N] [--batches B] [--e1] [--real-kernel uml-built|uml]
+                                [--out FILE]
 
 --e1 also runs one repetition of the full E1 matrix (experiments/multistream.toml) in virtual
 time and reports its measured wall time, with the real time the same runs would take: their
@@ -54,7 +58,7 @@ BENCH_EXPERIMENT = "bench-virtual"
 DEFAULT_OUTPUT = RESULTS_ROOT / "bench-virtual.json"
 WORK_ROOT = RESULTS_ROOT / "bench-virtual"
 # label: (backend, time-travel mode)
-CLOCKS = {"real": ("uml", None), "virtual": ("uml-virtual", "wall-cpu"),
+CLOCKS = {"real": ("uml-built", None), "virtual": ("uml-virtual", "wall-cpu"),
           "inf-cpu": ("uml-virtual", "inf-cpu")}
 COMPARED = ("virtual", "inf-cpu")  # each against real
 DEFAULT_BATCHES = 3
@@ -81,8 +85,14 @@ def fresh_ledger(name: str) -> Ledger:
     return ledger
 
 
-def run_fresh(experiment: Experiment, clock: str, workers: int, name: str) -> dict[str, Any]:
+REAL_KERNELS = ("uml-built", "uml")
+
+
+def run_fresh(experiment: Experiment, clock: str, workers: int, name: str,
+              real_kernel: str = CLOCKS["real"][0]) -> dict[str, Any]:
     kernel, mode = CLOCKS[clock]
+    if clock == "real":
+        kernel = real_kernel
     ledger = fresh_ledger(name)
     with time_travel(mode):
         harness = Harness(experiment, workers, kernel, ledger)
@@ -140,7 +150,8 @@ def link_rtts(metas: list[dict[str, Any]]) -> dict[str, Any]:
             "avg_ms": [c["avg_ms"] for c in checks], "min_ms": [c["min_ms"] for c in checks]}
 
 
-def bench_paths(experiment: Experiment, workers: int, batches: int) -> list[dict[str, Any]]:
+def bench_paths(experiment: Experiment, workers: int, batches: int, real_kernel: str
+                ) -> list[dict[str, Any]]:
     """Each path on its own (the speed-up depends on the link rate), in batches that alternate
     the clocks."""
     rows = []
@@ -149,7 +160,8 @@ def bench_paths(experiment: Experiment, workers: int, batches: int) -> list[dict
         runs: dict[str, list[dict[str, Any]]] = {clock: [] for clock in CLOCKS}
         for batch in range(1, batches + 1):
             for clock in CLOCKS:
-                runs[clock].append(run_fresh(one, clock, workers, f"{clock}-{path.name}-b{batch}"))
+                runs[clock].append(run_fresh(one, clock, workers, f"{clock}-{path.name}-b{batch}",
+                                             real_kernel))
         confidence = experiment.repetitions.confidence
         keys = list(runs["real"][0]["states"])
         points = []
@@ -240,16 +252,18 @@ def format_path(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(workers: int, batches: int, with_e1: bool, output: Path) -> dict[str, Any]:
+def run(workers: int, batches: int, with_e1: bool, output: Path,
+        real_kernel: str = CLOCKS["real"][0]) -> dict[str, Any]:
     started = time.monotonic()
     experiment = spec.load(BENCH_EXPERIMENT)
     reps = experiment.repetitions
     per_batch = max(2, math.ceil(reps.min / batches))
     batched = replace(experiment, repetitions=replace(reps, min=per_batch, max=per_batch))
-    paths = bench_paths(batched, workers, batches)
+    paths = bench_paths(batched, workers, batches, real_kernel)
     points = [p for row in paths for p in row["points"]]
     report: dict[str, Any] = {
         "experiment": str(experiment.file), "workers": workers, "batches": batches,
+        "real_kernel": real_kernel,
         "runs_per_batch": per_batch, "confidence": reps.confidence,
         "interval": "Student t over the batch means (batches - 1 degrees of freedom)",
         "paths": paths, "points": len(points),
@@ -299,11 +313,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="independent batches per clock (at least 2)")
     parser.add_argument("--e1", action="store_true",
                         help="also time one repetition of the full E1 matrix in virtual time")
+    parser.add_argument("--real-kernel", choices=REAL_KERNELS, default=REAL_KERNELS[0],
+                        help="the real-time kernel: the project's build (as virtual time "
+                             "boots) or Debian's User-Mode Linux")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args(argv)
     if args.batches < 2:
         parser.error("--batches must be at least 2: the interval is built from batch means")
-    run(args.workers, args.batches, args.e1, args.out)
+    run(args.workers, args.batches, args.e1, args.out, args.real_kernel)
     return 0
 
 

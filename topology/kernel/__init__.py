@@ -2,7 +2,8 @@
 
 `uml` (default) boots the pinned User-Mode Linux; `host` uses this machine's kernel and refuses
 when it lacks SCTP or netem; `auto` picks host where capable, else uml; `uml-virtual` boots the
-same User-Mode Linux built with time-travel and runs the job in virtual time."""
+same User-Mode Linux built with time-travel and runs the job in virtual time; `uml-built` boots
+that build in real time (one kernel in both clocks)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ import os
 from .base import BackendError, KernelBackend, RunResult
 from .capabilities import missing_pieces
 
-BACKEND_NAMES = ("uml", "host", "auto", "uml-virtual")
+BACKEND_NAMES = ("uml", "host", "auto", "uml-virtual", "uml-built")
 
 
 def open_backend(name: str | None = None, memory: str | None = None) -> KernelBackend:
@@ -25,6 +26,9 @@ def open_backend(name: str | None = None, memory: str | None = None) -> KernelBa
     if chosen == "uml-virtual":
         from .uml_virtual import VirtualUmlBackend
         return VirtualUmlBackend(memory=memory) if memory else VirtualUmlBackend()
+    if chosen == "uml-built":
+        from .uml_built import BuiltUmlBackend
+        return BuiltUmlBackend(memory=memory) if memory else BuiltUmlBackend()
     if chosen == "host":
         from .host import HostBackend
         return HostBackend()

@@ -3,6 +3,8 @@ change how TCP and SCTP behave, and the versions of the tools in the measurement
 inside the kernel under test (run this module there)."""
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import platform
@@ -103,6 +105,17 @@ def container() -> str | None:
     return None
 
 
+def config_sha256() -> str | None:
+    """SHA-256 of the kernel's own configuration (/proc/config.gz, uncompressed), where the
+    kernel offers it (the project's build does; Debian's User-Mode Linux does not): two
+    results with the same release and hash ran the same kernel."""
+    try:
+        with gzip.open("/proc/config.gz") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
 def collect() -> dict[str, Any]:
     uname = os.uname()
     return {
@@ -111,6 +124,7 @@ def collect() -> dict[str, Any]:
         "wake_latency_ns": wake_latency(),
         "kernel_release": uname.release,
         "kernel_version": uname.version,
+        "kernel_config_sha256": config_sha256(),
         "machine": uname.machine,
         "sysctls": sysctls(),
         "tools": tool_versions(),
