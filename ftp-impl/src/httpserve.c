@@ -85,6 +85,10 @@ static int answer(struct conn *k, const struct http_request *q, unsigned sid,
   }
   rc = http_reply_file(&r, fd, (uint64_t)st.st_size,
                        http_content_type(q->target));
+  if (rc != 0) {
+    log_line("FAIL answer to %.200s on stream %u: %s", q->target, sid,
+             strerror(errno));
+  }
   log_request(q, sid, rc == 0 ? 200 : 500, (uint64_t)st.st_size);
   return rc == 0 && r.keep_alive ? GO_ON : CLOSE;
 }

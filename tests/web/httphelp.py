@@ -6,13 +6,32 @@ import json
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
 from tests.ftp.ftphelp import fd_count, free_port
 
 PAGE_OBJECTS = 7
+
+
+def png_of_size(size: int, filler: bytes) -> bytes:
+    """A valid 1x1 grey PNG of exactly `size` bytes, padded with a private ancillary chunk of
+    `filler` bytes: a browser decodes it. (Random bytes named .png make Chromium cancel the
+    rest of a load whose first bytes already failed to decode, closing the connection under
+    the server's answer: a test of the server would then fail on the browser's doing.)"""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (len(data).to_bytes(4, "big") + kind + data
+                + zlib.crc32(kind + data).to_bytes(4, "big"))
+
+    head = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+    tail = chunk(b"IDAT", zlib.compress(b"\x00\x80")) + chunk(b"IEND", b"")
+    pad = size - len(head) - len(tail) - 12
+    if pad < 0 or len(filler) < pad:
+        raise ValueError(f"cannot make a {size}-byte PNG from {len(filler)} filler bytes")
+    return head + chunk(b"raNd", filler[:pad]) + tail
 
 
 def make_site(root: Path, seed: int = 3) -> dict[str, bytes]:
@@ -27,7 +46,7 @@ def make_site(root: Path, seed: int = 3) -> dict[str, bytes]:
     doc = f"<!DOCTYPE html><html><body>{images}<p>".encode()
     files["page.html"] = doc + b"x" * (51_200 - len(doc) - 4) + b"</p>"
     for i in range(1, PAGE_OBJECTS + 1):
-        files[f"o{i}.png"] = rng.randbytes(4096)
+        files[f"o{i}.png"] = png_of_size(4096, rng.randbytes(4096))
     files["sub/index.html"] = b"inner\n"
     for name, data in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
