@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 
 # Reassembly off: with it, a frame that completes a stream-1 message hides the other chunks
@@ -20,6 +21,21 @@ TIMEOUT_S = 1800
 # pcaps) then waits for a message of megabytes, reassembling every later segment again: one
 # 4 MB connection took tshark 90 s instead of 0.3 s.
 QUICK = ("-o", "tcp.desegment_tcp_streams:FALSE")
+
+
+# What the analyses read of every TCP or every SCTP packet of a capture, as (options, fields):
+# flows, counters and the FTP session's first connection take theirs from one tshark pass per
+# capture and protocol (`fields` below), instead of one pass each. tshark's start and its
+# dissection of the whole capture are most of what a pass costs; a field's values do not depend
+# on which others are asked for.
+SHARED_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "tcp": ((), ("frame.time_epoch", "ip.src", "tcp.stream", "tcp.srcport", "tcp.dstport",
+                 "tcp.flags.syn", "tcp.flags.ack", "tcp.flags.fin", "tcp.seq", "tcp.seq_raw",
+                 "tcp.len", "tcp.analysis.retransmission", "tcp.analysis.initial_rtt")),
+    "sctp": (SCTP_OPTIONS, ("frame.time_epoch", "ip.src", "sctp.srcport", "sctp.dstport",
+                            "sctp.chunk_type", "sctp.chunk_length", "sctp.data_tsn_raw",
+                            "sctp.data_sid", "sctp.data_tsn", "sctp.init_initiate_tag")),
+}
 
 
 class TsharkError(RuntimeError):
@@ -41,7 +57,28 @@ def _run(argv: list[str], pcap: Path) -> str:
 def fields(pcap: Path, names: list[str], display_filter: str = "",
            options: tuple[str, ...] = ()) -> list[list[str]]:
     """One row per matching packet, one cell per field; a field that occurs several times in a
-    packet (bundled SCTP chunks) has its values joined by `|`."""
+    packet (bundled SCTP chunks) has its values joined by `|`. Every TCP (or SCTP) packet with
+    fields of SHARED_PASSES comes from the capture's shared pass."""
+    shared = SHARED_PASSES.get(display_filter)
+    if shared is not None and shared[0] == tuple(options) and set(names) <= set(shared[1]):
+        stat = pcap.stat()
+        columns = [shared[1].index(name) for name in names]
+        return [[row[i] for i in columns]
+                for row in _shared_pass(str(pcap), stat.st_mtime_ns, stat.st_size,
+                                        display_filter)]
+    return _fields(pcap, names, display_filter, options)
+
+
+@lru_cache(maxsize=2)
+def _shared_pass(pcap: str, _mtime_ns: int, _size: int, protocol: str) -> list[list[str]]:
+    """The shared pass of one capture (its modification time and size in the key: a capture
+    written again is read again)."""
+    options, names = SHARED_PASSES[protocol]
+    return _fields(Path(pcap), list(names), protocol, options)
+
+
+def _fields(pcap: Path, names: list[str], display_filter: str,
+            options: tuple[str, ...]) -> list[list[str]]:
     argv = ["tshark", "-r", str(pcap), "-n", *QUICK, *options, "-T", "fields",
             "-E", "occurrence=a", "-E", "aggregator=|", "-E", "separator=\t"]
     if display_filter:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import SCTP_OPTIONS, fields, values
+from . import SCTP_OPTIONS, fields, is_true, values
 from .transport import sctp_data_chunks
 
 FTP_PORT = 21
@@ -42,9 +42,9 @@ def _session_stream(pcap: Path) -> str | None:
     """The tshark stream number of the session's control connection: the first one the client
     opens to the FTP port. On a lossy path the previous session's connections can still be
     closing (FIN retransmissions) when the next capture starts; they are not this session."""
-    rows = fields(pcap, ["tcp.stream"],
-                  f"tcp.dstport == {FTP_PORT} && tcp.flags.syn == 1 && tcp.flags.ack == 0")
-    return rows[0][0] if rows else None
+    rows = fields(pcap, ["tcp.stream", "tcp.dstport", "tcp.flags.syn", "tcp.flags.ack"], "tcp")
+    return next((stream for stream, port, syn, ack in rows
+                 if port == str(FTP_PORT) and is_true(syn) and not is_true(ack)), None)
 
 
 def _tcp_control(pcap: Path) -> ControlChannel:
@@ -90,9 +90,10 @@ def _in_order_lines(segments: list[tuple[float, int, bytes]], received: bool
 def _session_sctp_port(pcap: Path) -> str | None:
     """The client's port of the session's control association: the first INIT to the FTP port
     (a previous session's association may still be shutting down when the capture starts)."""
-    rows = fields(pcap, ["sctp.srcport"], f"sctp.dstport == {FTP_PORT} && sctp.chunk_type == 1",
+    rows = fields(pcap, ["sctp.srcport", "sctp.dstport", "sctp.chunk_type"], "sctp",
                   SCTP_OPTIONS)
-    return rows[0][0] if rows else None
+    return next((port for port, dport, types in rows
+                 if dport == str(FTP_PORT) and "1" in values(types)), None)
 
 
 def _sctp_control(pcap: Path) -> ControlChannel:
