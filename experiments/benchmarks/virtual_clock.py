@@ -61,6 +61,7 @@ WORK_ROOT = RESULTS_ROOT / "bench-virtual"
 CLOCKS = {"real": ("uml-built", None), "virtual": ("uml-virtual", "wall-cpu"),
           "inf-cpu": ("uml-virtual", "inf-cpu")}
 COMPARED = ("virtual", "inf-cpu")  # each against real
+REAL_KERNELS = ("uml-built", "uml")  # the project's build (the default), Debian's
 DEFAULT_BATCHES = 3
 
 
@@ -83,9 +84,6 @@ def fresh_ledger(name: str) -> Ledger:
     ledger = Ledger(WORK_ROOT / name)
     shutil.rmtree(ledger.root, ignore_errors=True)  # a benchmark times fresh runs only
     return ledger
-
-
-REAL_KERNELS = ("uml-built", "uml")
 
 
 def run_fresh(experiment: Experiment, clock: str, workers: int, name: str,

@@ -87,20 +87,15 @@ static int send_small(const struct http_reply *r, int fd, uint64_t body,
   return xp_send_more(r->c, buf, head + (size_t)body, r->sid, r->more);
 }
 
-/* write_size 0: as the transport takes it best.  TCP: a small file in one
- * send, a larger one as the head held back (MSG_MORE) and sendfile, so the
- * head shares the first segment; SCTP: the head, then messages of
- * LARGE_WRITE bytes. */
+/* write_size 0, all but a small file over TCP (send_small): TCP holds the
+ * head back (MSG_MORE) so that it shares sendfile's first segment; SCTP sends
+ * the head, then messages of LARGE_WRITE bytes. */
 static int send_whole(const struct http_reply *r, int fd, uint64_t size,
                       const char *content_type) {
   char head[HEAD_CAP];
   uint64_t body = r->head_only ? 0 : size;
-  if (r->c->proto == XP_TCP && body <= SMALL_FILE) {
-    return send_small(r, fd, body, content_type, size);
-  }
   if (format_head(head, sizeof head, 200, size, content_type, r->keep_alive) !=
-          0 ||
-      sys_lseek(fd, 0) != 0) {
+      0) {
     return -1;
   }
   return xp_send_more(r->c, head, strlen(head), r->sid, 1) == 0 &&
@@ -113,11 +108,16 @@ int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
                     const char *content_type) {
   char *buf;
   int rc;
-  if (r->write_size == 0) {
-    return send_whole(r, fd, size, content_type);
+  if (r->write_size == 0 && r->c->proto == XP_TCP &&
+      (r->head_only || size <= SMALL_FILE)) {
+    return send_small(r, fd, r->head_only ? 0 : size, content_type, size);
   }
+  /* the rest reads fd from where it stands: a kept descriptor has moved */
   if (sys_lseek(fd, 0) != 0) {
     return -1;
+  }
+  if (r->write_size == 0) {
+    return send_whole(r, fd, size, content_type);
   }
   buf = sys_malloc(r->write_size + HEAD_CAP);
   if (format_head(buf, HEAD_CAP, 200, size, content_type, r->keep_alive) != 0) {

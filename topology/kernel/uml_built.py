@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .uml import UmlBackend, _read_text
-from .uml_virtual import virtual_kernel
+from .uml import UmlBackend
+from .uml_virtual import build_release, virtual_kernel
 
 
 class BuiltUmlBackend(UmlBackend):
@@ -21,8 +21,7 @@ class BuiltUmlBackend(UmlBackend):
         super().__init__(*args, **kwargs)
 
     def _release(self) -> str:
-        # written by the build (`linux.uml --version`)
-        return _read_text(Path(self.binary).with_name("release")).strip() or "unknown (build)"
+        return build_release(Path(self.binary))
 
     def boot_args(self, instance: str, scratch: Path) -> list[str]:
         return super().boot_args(instance, scratch) + ["TESTBED_MODULES=none"]

@@ -88,6 +88,12 @@ def virtual_kernel() -> Path:
     return Path(found.stdout.strip())
 
 
+def build_release(binary: Path) -> str:
+    """The release of the project's kernel build, written beside it by the build
+    (`linux.uml --version`)."""
+    return _read_text(binary.with_name("release")).strip() or "unknown (time-travel build)"
+
+
 def _env_seconds(name: str, default: float) -> float:
     value = os.environ.get(name)
     if not value:
@@ -118,9 +124,7 @@ class VirtualUmlBackend(UmlBackend):
         super().__init__(*args, **kwargs)
 
     def _release(self) -> str:
-        # written by the build (`linux.uml --version`)
-        release = _read_text(Path(self.binary).with_name("release")).strip()
-        return release or "unknown (time-travel build)"
+        return build_release(Path(self.binary))
 
     def boot_args(self, instance: str, scratch: Path) -> list[str]:
         return super().boot_args(instance, scratch) + [
