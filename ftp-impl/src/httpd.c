@@ -1,11 +1,14 @@
 /* httpd.c - a static-file HTTP/1.1 server over TCP and over SCTP streams,
  * for the web study (E4): its listeners, limits and children come from
- * forkserver; each child serves one connection (httpserve). */
+ * forkserver; each child serves one connection (httpserve), and with whole
+ * answers (--write-size 0) the server serves TCP connections itself
+ * (httploop). */
 #include <errno.h>
 #include <string.h>
 
 #include "forkserver.h"
 #include "httpdopts.h"
+#include "httploop.h"
 #include "httpreply.h"
 #include "httpserve.h"
 #include "logging.h"
@@ -23,10 +26,18 @@ static void serve_connection(struct xp_conn *c, const struct addr *peer) {
 
 static void refuse(struct xp_conn *c, const struct addr *peer,
                    enum forkserver_refusal why, int limit) {
-  struct http_reply r = {c, 0, httpd_opts.write_size, 0, 0, 0};
-  (void)peer;
+  struct http_reply r;
+  memset(&r, 0, sizeof r);
+  r.c = c;
+  r.write_size = httpd_opts.write_size;
+  char who[96];
   (void)why;
+  if (addr_to_str(peer, who, sizeof who) != 0) {
+    (void)str_copy(who, sizeof who, "?");
+  }
+  log_set_peer(who);
   log_line("REFUSED connection: %d clients already", limit);
+  log_set_peer("-");
   (void)http_reply_error(&r, 503);
 }
 
@@ -52,6 +63,9 @@ int main(int argc, char **argv) {
   conf.serve = serve_connection;
   conf.refuse = refuse;
   conf.on_listening = drop_privileges;
+  if (httpd_opts.write_size == 0) {
+    conf.loop = httploop_new(httpd_opts.max_clients);
+  }
   forkserver_run(&conf);
   return 0;
 }

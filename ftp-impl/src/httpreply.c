@@ -24,6 +24,18 @@ static int format_head(char *dst, size_t cap, int status, uint64_t length,
                  keep_alive ? "keep-alive" : "close");
 }
 
+/* Send, or append to the collected answers. */
+static int emit(const struct http_reply *r, const void *p, size_t n, int more) {
+  if (r->collect != NULL) {
+    if (buf_append(r->collect, p, n) != 0) {
+      errno = ENOBUFS;
+      return -1;
+    }
+    return 0;
+  }
+  return xp_send_more(r->c, p, n, r->sid, more);
+}
+
 /* The first write carries the head and up to write_size body bytes, each
  * later one write_size bytes: the published server's 1 KB writes. */
 static int send_body(const struct http_reply *r, char *buf, size_t have, int fd,
@@ -84,7 +96,7 @@ static int send_small(const struct http_reply *r, int fd, uint64_t body,
   if (read_head_of(fd, buf + head, (size_t)body) != 0) {
     return -1;
   }
-  return xp_send_more(r->c, buf, head + (size_t)body, r->sid, r->more);
+  return emit(r, buf, head + (size_t)body, r->more);
 }
 
 /* write_size 0, all but a small file over TCP (send_small): TCP holds the
@@ -104,13 +116,21 @@ static int send_whole(const struct http_reply *r, int fd, uint64_t size,
              : -1;
 }
 
+int http_reply_collectable(const struct http_reply *r, uint64_t size) {
+  return r->write_size == 0 && r->c->proto == XP_TCP &&
+         (r->head_only || size <= SMALL_FILE);
+}
+
 int http_reply_file(const struct http_reply *r, int fd, uint64_t size,
                     const char *content_type) {
   char *buf;
   int rc;
-  if (r->write_size == 0 && r->c->proto == XP_TCP &&
-      (r->head_only || size <= SMALL_FILE)) {
+  if (http_reply_collectable(r, size)) {
     return send_small(r, fd, r->head_only ? 0 : size, content_type, size);
+  }
+  if (r->collect != NULL) {
+    errno = EINVAL; /* only a whole small answer can be collected */
+    return -1;
   }
   /* the rest reads fd from where it stands: a kept descriptor has moved */
   if (sys_lseek(fd, 0) != 0) {
@@ -140,7 +160,7 @@ int http_reply_error(const struct http_reply *r, int status) {
     errno = EOVERFLOW;
     return -1;
   }
-  return xp_send_more(r->c, head, strlen(head), r->sid, r->more);
+  return emit(r, head, strlen(head), r->more);
 }
 
 const char *http_content_type(const char *name) {

@@ -28,12 +28,20 @@ def site(tmp_path):
     return root, httphelp.make_site(root)
 
 
+@pytest.fixture(params=["1k-writes", "whole"])
+def answers(request) -> tuple[str, ...]:
+    """httpd's two ways of serving: the study's 1 KB writes, a process per connection (the
+    default), and whole answers, TCP connections served by the server's event loop."""
+    return () if request.param == "1k-writes" else ("--write-size", "0")
+
+
 @pytest.fixture
-def httpd(bindir, site, tmp_path):
+def httpd(bindir, site, tmp_path, answers):
     servers = []
 
     def start(*args):
-        s = httphelp.Httpd(bindir, site[0], *args, tmp=tmp_path / f"httpd{len(servers)}")
+        s = httphelp.Httpd(bindir, site[0], *answers, *args,
+                           tmp=tmp_path / f"httpd{len(servers)}")
         servers.append(s)
         return s
 

@@ -82,6 +82,7 @@ class Httpd:
         else:
             raise AssertionError(f"httpd did not start: {(tmp / 'httpd.stderr').read_text()}")
         self.url = f"http://127.0.0.1:{self.port}"
+        self.idle_fds = self.fds()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -95,11 +96,14 @@ class Httpd:
         return [int(p) for p in out.split()]
 
     def settle(self, timeout: float = 10.0) -> None:
-        """Every connection's process has ended (the lingering close takes up to 2 s)."""
+        """Every connection has ended, in a process of its own or in the server's (the
+        lingering close takes up to 2 s): no child left, the server's descriptors as idle."""
         deadline = time.monotonic() + timeout
-        while self.children() and time.monotonic() < deadline:
+        while ((self.children() or self.fds() > self.idle_fds)
+               and time.monotonic() < deadline):
             time.sleep(0.05)
         assert not self.children(), "connection processes still running"
+        assert self.fds() == self.idle_fds, "the server still holds connections"
 
     def logtext(self) -> str:
         return self.log.read_text() if self.log.exists() else ""
