@@ -8,11 +8,13 @@ in flight on each), and the bulk throughput of a 100 MB file. Memory per connect
 proportional set size (PSS, /proc/<pid>/smaps_rollup) of the server's processes with 32 idle
 keep-alive connections open, less without, per connection. Context switches per request: the
 machine's (/proc/stat) over a load, the load generator's included. Each server serves the same
-folder with its defaults for static files, logging off; each load is repeated and the median
-kept, and httpd's figures are given as ratios to each stock server's from the same run. httpd
-runs as a web server would (a small file and its head in one send, a large one by sendfile,
-pipelined answers held back into full segments, no access log); a row with the study's 1 KB
-application writes shows what they cost."""
+folder with its defaults for static files, logging off. All servers run at once and each
+round runs every load against each of them in turn; the median over the rounds is kept, and
+httpd's figures are given as ratios to each stock server's measured back to back in the same
+round (their median and range over the rounds). httpd runs as a web server would (whole
+answers, so TCP connections are served by its event loop; a small file and its head in one
+send, a large one by sendfile from a child; no access log); a row with the study's 1 KB
+application writes (a process per connection) shows what they cost."""
 from __future__ import annotations
 
 import argparse
@@ -85,7 +87,7 @@ def stock_server_argv(kind: str, root: Path, port: int, work: Path) -> list[str]
     return ["nginx", "-c", str(conf), "-p", str(work)]
 
 
-def start_server(kind: str, root: Path, work: Path, httpd: str, write_size: int
+def start_server(label: str, kind: str, root: Path, work: Path, httpd: str, write_size: int
                  ) -> tuple[subprocess.Popen[bytes], int]:
     """httpd as a web server is run: its writes as the transport takes them best (sendfile),
     pipelined answers corked, no line per request (the stock servers log none here);
@@ -97,11 +99,11 @@ def start_server(kind: str, root: Path, work: Path, httpd: str, write_size: int
                 "--write-size", str(write_size), "--cork", "1", "--access-log", "0"]
     else:
         argv = stock_server_argv(kind, root, port, work / kind)
-    with open(work / f"{kind}.stderr", "wb") as err:
+    with open(work / f"{label}.stderr", "wb") as err:
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
     if not wait_listening(port):
         process.kill()
-        raise BenchError(f"{kind} did not start: {(work / f'{kind}.stderr').read_text()[-400:]}")
+        raise BenchError(f"{label} did not start: {(work / f'{label}.stderr').read_text()[-400:]}")
     return process, port
 
 
@@ -161,33 +163,51 @@ def memory_per_connection(pid: int, port: int) -> float:
             c.close()
 
 
-def measure(kinds: list[str], root: Path, work: Path, httpd: str, repeats: int,
-            write_size: int) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for kind in kinds:
-        process, port = start_server(kind, root, work, httpd, write_size)
-        try:
-            for load, (_, requests, connections, depth) in LOADS.items():
-                name = f"object-{LOADS[load][0]}"
-                samples = [h2load(port, name, requests, connections, depth)
-                           for _ in range(repeats)]
-                out.setdefault(kind, {})[load] = {
-                    "requests_per_s": statistics.median(s["requests_per_s"] for s in samples),
-                    "mbyte_per_s": statistics.median(s["mbyte_per_s"] for s in samples),
-                    "switches_per_request": statistics.median(s["switches_per_request"]
-                                                              for s in samples),
-                    "samples": samples}
-            out[kind]["pss_kb_per_connection"] = memory_per_connection(process.pid, port)
-        finally:
+def measure(servers: dict[str, tuple[str, int]], root: Path, work: Path, httpd: str,
+            repeats: int) -> dict[str, dict[str, Any]]:
+    """Every server started at once (label: (kind, httpd's write size)); each round runs each
+    load against each server in turn, so that what the machine does meanwhile falls on all of
+    them alike."""
+    out: dict[str, dict[str, Any]] = {label: {} for label in servers}
+    running: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    try:
+        for label, (kind, write_size) in servers.items():
+            running[label] = start_server(label, kind, root, work, httpd, write_size)
+        for _ in range(repeats):
+            for load, (size, requests, connections, depth) in LOADS.items():
+                for label, (_, port) in running.items():
+                    sample = h2load(port, f"object-{size}", requests, connections, depth)
+                    out[label].setdefault(load, {"samples": []})["samples"].append(sample)
+        for label, (process, port) in running.items():
+            for load in LOADS:
+                entry, samples = out[label][load], out[label][load]["samples"]
+                for key in ("requests_per_s", "mbyte_per_s", "switches_per_request"):
+                    entry[key] = statistics.median(sample[key] for sample in samples)
+            out[label]["pss_kb_per_connection"] = memory_per_connection(process.pid, port)
+    finally:
+        for process, _ in running.values():
             process.terminate()
             process.wait(10)
     return out
 
 
+def paired_ratios(results: dict[str, dict[str, Any]], other: str) -> dict[str, dict[str, Any]]:
+    """httpd's rate over other's, round by round (the two measured back to back): the median
+    and the range over the rounds."""
+    ratios = {}
+    for load in LOADS:
+        rounds = [mine["requests_per_s"] / theirs["requests_per_s"]
+                  for mine, theirs in zip(results["httpd"][load]["samples"],
+                                          results[other][load]["samples"], strict=True)]
+        ratios[load] = {"median": statistics.median(rounds), "min": min(rounds),
+                        "max": max(rounds), "rounds": rounds}
+    return ratios
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="testbed bench http", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--output", type=Path, default=OUTPUT)
     args = ap.parse_args(argv)
     missing = [tool for tool in ("h2load", "lighttpd", "nginx") if not shutil.which(tool)]
@@ -207,16 +227,13 @@ def main(argv: list[str]) -> int:
         for size in {size for size, *_rest in LOADS.values()}:
             (root / f"object-{size}").write_bytes(bytes(range(256)) * (size // 256))
         try:
-            results = measure(["httpd", "lighttpd", "nginx"], root, work, httpd, args.repeats,
-                              0)
-            results["httpd-1K-writes"] = measure(["httpd"], root, work, httpd, args.repeats,
-                                                 1024)["httpd"]
+            results = measure({"httpd": ("httpd", 0), "lighttpd": ("lighttpd", 0),
+                               "nginx": ("nginx", 0), "httpd-1K-writes": ("httpd", 1024)},
+                              root, work, httpd, args.repeats)
         except BenchError as error:
             print(f"bench http: {error}")
             return 1
-    ratios = {f"httpd/{other}": {load: results["httpd"][load]["requests_per_s"]
-                                 / results[other][load]["requests_per_s"] for load in LOADS}
-              for other in ("lighttpd", "nginx")}
+    ratios = {f"httpd/{other}": paired_ratios(results, other) for other in ("lighttpd", "nginx")}
     print(f"{'server':17} {'4K keep-alive':>14} {'4K pipelined':>14} {'100 MB':>10} "
           f"{'PSS/conn':>9} {'switches/req':>13}")
     print(f"{'':17} {'req/s':>14} {'req/s':>14} {'MB/s':>10} {'kB':>9} {'keep-alive':>13}")
@@ -226,8 +243,12 @@ def main(argv: list[str]) -> int:
               f"{loads['100M']['mbyte_per_s']:10.0f} {loads['pss_kb_per_connection']:9.1f} "
               f"{loads['4K-keepalive']['switches_per_request']:13.2f}")
     for name, values in ratios.items():
-        print(f"{name:17} {values['4K-keepalive']:14.2f} {values['4K-pipelined']:14.2f} "
-              f"{values['100M']:10.2f}")
+        print(f"{name:17} " + " ".join(
+            f"{values[load]['median']:{width}.2f}" for load, width in
+            (("4K-keepalive", 14), ("4K-pipelined", 14), ("100M", 10))))
+        print(f"{'  rounds min-max':17} " + " ".join(
+            f"{values[load]['min']:.2f}-{values[load]['max']:.2f}".rjust(width) for load, width in
+            (("4K-keepalive", 14), ("4K-pipelined", 14), ("100M", 10))))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({
         "benchmark": "http", "host": platform.node(), "cpus": len(os.sched_getaffinity(0)),

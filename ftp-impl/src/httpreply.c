@@ -11,7 +11,6 @@
 
 #define HEAD_CAP 512
 #define LARGE_WRITE 65536
-#define SMALL_FILE 16384
 
 static int format_head(char *dst, size_t cap, int status, uint64_t length,
                        const char *type, int keep_alive) {
@@ -87,13 +86,15 @@ static int read_head_of(int fd, char *dst, size_t n) {
  * fit. */
 static int send_small(const struct http_reply *r, int fd, uint64_t body,
                       const char *content_type, uint64_t size) {
-  char buf[HEAD_CAP + SMALL_FILE];
+  char buf[HEAD_CAP + HTTP_REPLY_SMALL_FILE];
   size_t head;
   if (format_head(buf, HEAD_CAP, 200, size, content_type, r->keep_alive) != 0) {
     return -1;
   }
   head = strlen(buf);
-  if (read_head_of(fd, buf + head, (size_t)body) != 0) {
+  if (r->body != NULL) {
+    memcpy(buf + head, r->body, (size_t)body);
+  } else if (read_head_of(fd, buf + head, (size_t)body) != 0) {
     return -1;
   }
   return emit(r, buf, head + (size_t)body, r->more);
@@ -118,7 +119,7 @@ static int send_whole(const struct http_reply *r, int fd, uint64_t size,
 
 int http_reply_collectable(const struct http_reply *r, uint64_t size) {
   return r->write_size == 0 && r->c->proto == XP_TCP &&
-         (r->head_only || size <= SMALL_FILE);
+         (r->head_only || size <= HTTP_REPLY_SMALL_FILE);
 }
 
 int http_reply_file(const struct http_reply *r, int fd, uint64_t size,

@@ -19,7 +19,13 @@ struct http_reply {
                           last bytes back to share a segment with it */
   struct buf *collect; /* not NULL: the answer is appended here, not sent
                           (http_reply_collectable says which can be) */
+  const char *body;    /* a small file's bytes already in memory (NULL: read
+                          them from its descriptor) */
 };
+
+/* Up to this size a file goes out with its head in one send (TCP, whole
+ * answers). */
+#define HTTP_REPLY_SMALL_FILE 16384
 
 /* 200 with a file's bytes: size bytes from its start, wherever fd's offset
  * is.  0 sent, -1 the connection failed (or the file shrank: the answer is

@@ -104,6 +104,10 @@ static int answer(struct http_conn *k, const struct http_request *q,
       !http_reply_collectable(&r, (uint64_t)st.st_size)) {
     return HAND_OFF;
   }
+  if (status == 200 && !r.head_only &&
+      http_reply_collectable(&r, (uint64_t)st.st_size)) {
+    r.body = http_targets_body(&k->files, HTTP_REPLY_SMALL_FILE);
+  }
   k->requests++;
   if (k->requests >= httpd_opts.max_requests) {
     r.keep_alive = 0;

@@ -11,6 +11,9 @@
 #include "str.h"
 #include "sysutil.h"
 
+/* The largest file whose bytes are kept (httpreply's small file). */
+#define HTTP_TARGET_BODY_MAX 16384
+
 /* Resolved by name in user space (confine.c), which also follows symlinks
  * that stay inside the root. */
 static int open_resolved(const char *root, const char *path, int *fd,
@@ -87,6 +90,7 @@ void http_targets_init(struct http_targets *t, const char *root) {
   t->root = root;
   t->fd = -1;
   t->rootfd = sys_open(root, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+  buf_init(&t->body, HTTP_TARGET_BODY_MAX);
 }
 
 static int cached(const struct http_targets *t, const char *path) {
@@ -111,6 +115,7 @@ int http_targets_open(struct http_targets *t, const char *path, int *fd,
     t->fd = opened;
     t->st = now;
     t->opened_ms = sys_mono_ms();
+    t->body_read = 0;
     if (str_copy(t->path, sizeof t->path, path) != 0) {
       t->path[0] = '\0'; /* too long to remember: never matches */
     }
@@ -120,7 +125,30 @@ int http_targets_open(struct http_targets *t, const char *path, int *fd,
   return 200;
 }
 
+const char *http_targets_body(struct http_targets *t, size_t cap) {
+  size_t size = (size_t)t->st.st_size;
+  if (t->fd < 0 || size > cap || size > HTTP_TARGET_BODY_MAX) {
+    return NULL;
+  }
+  if (!t->body_read) {
+    buf_clear(&t->body);
+    while (t->body.len < size) {
+      char chunk[4096];
+      size_t want = size - t->body.len;
+      ssize_t got =
+          sys_pread(t->fd, chunk, want < sizeof chunk ? want : sizeof chunk,
+                    (off_t)t->body.len);
+      if (got <= 0 || buf_append(&t->body, chunk, (size_t)got) != 0) {
+        return NULL; /* shorter than its size said: read it as it goes */
+      }
+    }
+    t->body_read = 1;
+  }
+  return t->body.data;
+}
+
 void http_targets_close(struct http_targets *t) {
+  buf_free(&t->body);
   sys_close(t->fd);
   sys_close(t->rootfd);
   t->fd = t->rootfd = -1;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "httpmsg.h"
+#include "str.h"
 
 /* A file stays cached this long after it was opened: a file replaced on
  * disk is served from its old copy at most this long. */
@@ -21,6 +22,8 @@ struct http_targets {
   struct stat st;
   int64_t opened_ms;
   char path[HTTP_TARGET_CAP + 1];
+  struct buf body; /* that file's bytes, once asked for (http_targets_body) */
+  int body_read;
 };
 
 void http_targets_init(struct http_targets *t, const char *root);
@@ -29,6 +32,10 @@ void http_targets_init(struct http_targets *t, const char *root);
  * not (403 outside the root, 404, 400, 414). */
 int http_targets_open(struct http_targets *t, const char *path, int *fd,
                       struct stat *st);
+/* The bytes of the file last opened, if it holds at most cap bytes: read
+ * once while it stays cached, so that answering it again reads nothing.
+ * NULL when it is larger, or shorter than its size said. */
+const char *http_targets_body(struct http_targets *t, size_t cap);
 void http_targets_close(struct http_targets *t);
 
 #endif
