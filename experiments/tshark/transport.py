@@ -7,6 +7,7 @@ a DATA chunk whose TSN was seen before, or that fills a gap below the highest TS
 first copy was lost before the capture point), is a retransmission."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,25 +247,31 @@ class _Stacker:
 
 
 def time_sequence(pcap: Path, transport: str, control_port: int = 21) -> TimeSequence:
-    """The client is the host that sends the capture's first packet (the capture is on the
-    client's interface and the client opens every connection); `control_port` marks TCP's
-    control connection."""
+    """The client is the host that opens the capture's first connection or association (the
+    client opens every one); `control_port` marks TCP's control connection."""
     if transport == "tcp":
         return _tcp_sequence(pcap, control_port)
     return _sctp_sequence(pcap)
 
 
+def _opener(rows: list[list[str]], opens: Callable[[list[str]], bool]) -> str:
+    """The source of the first row that opens a connection or association; the first row's
+    when none does. Not simply the first row's: the capture may begin with the end of an
+    earlier run's association (a SHUTDOWN retransmitted after a loss) sent by the server."""
+    return next((row[1] for row in rows if opens(row)), rows[0][1])
+
+
 def _tcp_sequence(pcap: Path, control_port: int) -> TimeSequence:
     rows = fields(pcap, ["frame.time_relative", "ip.src", "tcp.stream", "tcp.srcport",
                          "tcp.dstport", "tcp.seq_raw", "tcp.len", "tcp.ack_raw",
-                         "tcp.flags.ack", "tcp.analysis.retransmission"], "tcp",
-                  ("-o", "tcp.relative_sequence_numbers:FALSE"))
+                         "tcp.flags.ack", "tcp.analysis.retransmission", "tcp.flags.syn"],
+                  "tcp", ("-o", "tcp.relative_sequence_numbers:FALSE"))
     if not rows:
         return TimeSequence("tcp", "bytes (connections stacked)")
-    client = rows[0][1]
+    client = _opener(rows, lambda row: is_true(row[10]) and not is_true(row[8]))
     stacker = _Stacker()
     parsed = []
-    for t, src, stream, sport, dport, seq, length, ack, ack_flag, retrans in rows:
+    for t, src, stream, sport, dport, seq, length, ack, ack_flag, retrans, _syn in rows:
         server_side = src != client
         kind = "data" if server_side and int(length or 0) > 0 else (
             "ack" if not server_side and is_true(ack_flag) else "")
@@ -294,14 +301,15 @@ def _tcp_sequence(pcap: Path, control_port: int) -> TimeSequence:
 
 def _sctp_sequence(pcap: Path) -> TimeSequence:
     rows = fields(pcap, ["frame.time_relative", "ip.src", "sctp.srcport", "sctp.dstport",
-                         "sctp.data_tsn_raw", "sctp.data_sid", "sctp.sack_cumulative_tsn_ack_raw"],
+                         "sctp.data_tsn_raw", "sctp.data_sid", "sctp.sack_cumulative_tsn_ack_raw",
+                         "sctp.chunk_type"],
                   "sctp", ("-o", "sctp.relative_tsns:FALSE"))
     if not rows:
         return TimeSequence("sctp", "TSN (associations stacked)")
-    client = rows[0][1]
+    client = _opener(rows, lambda row: "1" in values(row[7]))       # INIT
     stacker = _Stacker()
     parsed = []
-    for t, src, sport, dport, tsns, sids, cum_acks in rows:
+    for t, src, sport, dport, tsns, sids, cum_acks, _types in rows:
         flow = "-".join(sorted((sport, dport)))
         if src != client:
             for tsn, sid in zip(values(tsns), values(sids), strict=False):
