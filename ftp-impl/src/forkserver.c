@@ -149,14 +149,7 @@ static void linger_step(struct server *sv, const struct pollfd *ready) {
     struct lingering *l = &sv->lingering[i];
     int over = now >= l->until;
     if (!over && ready[i].revents != 0) {
-      char sink[4096];
-      unsigned sid;
-      int eor;
-      ssize_t n;
-      do {
-        n = xp_recv_nowait(&l->c, sink, sizeof sink, &sid, &eor);
-      } while (n > 0);
-      over = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      over = xp_drop_queued(&l->c);
     }
     if (over) {
       xp_close(&l->c);

@@ -100,13 +100,14 @@ static int answer(struct http_conn *k, const struct http_request *q,
   } else {
     status = http_targets_open(&k->files, path, &fd, &st);
   }
-  if (status == 200 && k->collect != NULL &&
-      !http_reply_collectable(&r, (uint64_t)st.st_size)) {
-    return HAND_OFF;
-  }
-  if (status == 200 && !r.head_only &&
-      http_reply_collectable(&r, (uint64_t)st.st_size)) {
-    r.body = http_targets_body(&k->files, HTTP_REPLY_SMALL_FILE);
+  if (status == 200) {
+    int whole = http_reply_collectable(&r, (uint64_t)st.st_size);
+    if (k->collect != NULL && !whole) {
+      return HAND_OFF;
+    }
+    if (whole && !r.head_only) {
+      r.body = http_targets_body(&k->files, HTTP_REPLY_SMALL_FILE);
+    }
   }
   k->requests++;
   if (k->requests >= httpd_opts.max_requests) {
@@ -391,27 +392,11 @@ static enum http_wait advance(struct http_conn *k) {
   }
 }
 
-/* Lingering: read and drop until the peer's end, or nothing is there. */
-static enum http_wait drop_input(struct http_conn *k) {
-  char sink[4096];
-  unsigned sid;
-  int eor;
-  for (;;) {
-    ssize_t n = xp_recv_nowait(k->c, sink, sizeof sink, &sid, &eor);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return HTTP_WAIT_LINGER;
-    }
-    if (n <= 0) {
-      return wait_for(k, HTTP_WAIT_NONE);
-    }
-  }
-}
-
 enum http_wait http_conn_readable(struct http_conn *k) {
   long sid;
   log_set_peer(k->peer);
   if (k->wait == HTTP_WAIT_LINGER) {
-    return drop_input(k);
+    return xp_drop_queued(k->c) ? wait_for(k, HTTP_WAIT_NONE) : k->wait;
   }
   if (k->wait != HTTP_WAIT_READ) {
     return k->wait;

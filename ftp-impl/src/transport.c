@@ -386,6 +386,21 @@ ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
   return recv_flags(c, p, n, sid, eor, MSG_DONTWAIT);
 }
 
+int xp_drop_queued(const struct xp_conn *c) {
+  char sink[4096];
+  unsigned sid;
+  int eor;
+  for (;;) {
+    ssize_t n = xp_recv_nowait(c, sink, sizeof sink, &sid, &eor);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return 0;
+    }
+    if (n <= 0) {
+      return 1;
+    }
+  }
+}
+
 int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out) {
   struct sctp_status st;
   socklen_t len = sizeof st;

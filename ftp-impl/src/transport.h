@@ -82,6 +82,9 @@ ssize_t xp_recv(const struct xp_conn *c, void *p, size_t n, unsigned *sid,
 /* The same without waiting: -1 with errno EAGAIN when nothing is queued. */
 ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
                        unsigned *sid, int *eor);
+/* Read and drop what is queued, without waiting: 1 when the peer's end or
+ * an error came, 0 when nothing more is queued now (a lingering close). */
+int xp_drop_queued(const struct xp_conn *c);
 /* Streams negotiated on an SCTP association (TCP: 1 and 1). */
 int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
 /* SCTP: send the queued messages of different streams in turn (the kernel's
