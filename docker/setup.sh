@@ -11,7 +11,8 @@
 #
 # Last, the testbed's Python package is installed (editable) into .venv beside this folder, a
 # venv that sees Debian's Python packages: .venv/bin/testbed is the `testbed` command.
-#   setup.sh --no-virtual-kernel   skip the time-travel kernel build (about 5 minutes)
+#   setup.sh --no-virtual-kernel   skip the time-travel kernel build (about 5 minutes) and the
+#                                  packages only that build needs (the kernel's source: 140 MB)
 set -euo pipefail
 
 test_tools=0
@@ -28,8 +29,6 @@ done
 packages=(
   # pinned kernel and its tools
   user-mode-linux kmod procps psmisc util-linux
-  # the time-travel build of the pinned kernel (KERNEL=uml-virtual): its source and tools
-  linux-source-6.1 flex bison bc xz-utils patch
   # topologies and shaping
   mininet iproute2 ethtool iputils-ping
   # measurement and capture
@@ -41,6 +40,11 @@ packages=(
   python3 python3-pytest python3-yaml python3-scipy python3-matplotlib python3-venv
   python3-setuptools python3-wheel git
 )
+if [ "$virtual_kernel" -eq 1 ]; then
+  # the time-travel build of the pinned kernel (KERNEL=uml-virtual, uml-built): its source and
+  # tools
+  packages+=(linux-source-6.1 flex bison bc xz-utils patch)
+fi
 if [ "$test_tools" -eq 1 ]; then
   packages+=(
     # the report test opens the HTML report in a headless browser (about 110 MB to fetch:
