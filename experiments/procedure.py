@@ -53,6 +53,12 @@ from typing import Any
 Launch = Callable[..., "subprocess.Popen[bytes]"]
 STARTUP_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
+# tcpdump's ring. Immediate mode gives it one 2 KB frame per packet (the nodes' interfaces have
+# no offloads), so 2 MB hold 1,000 packets: about a second of the fastest path's packets, both
+# ways (11 Mbit/s). Each page of the ring costs its start inside the pinned kernel: 8 MB took
+# 0.6 to 0.9 s until tcpdump listened, 2 MB 0.37 to 0.41 s (on a node, real time). A capture
+# that still falls behind says so, and its run is redone (capture_shortfall).
+CAPTURE_BUFFER_KB = 2048
 # before a run's capture stops: a pause in which tcpdump, inside a one-CPU kernel, gets to write
 # the packets it was handed last
 CAPTURE_SETTLE_S = 0.02
@@ -170,9 +176,9 @@ def await_capture(capture: subprocess.Popen[bytes], iface: str,
 
 def capture_argv(iface: str, pcap: Path, snaplen: int = 0, capture_filter: str = "") -> list[str]:
     """Immediate mode and a write per packet: without them the last packets of a run wait in
-    the capture ring and are lost when the capture stops."""
-    argv = ["tcpdump", "-i", iface, "-n", "--immediate-mode", "-U", "-B", "8192",
-            "-s", str(snaplen), "-w", str(pcap)]
+    the capture ring and are lost when the capture stops. The ring (CAPTURE_BUFFER_KB)."""
+    argv = ["tcpdump", "-i", iface, "-n", "--immediate-mode", "-U",
+            "-B", str(CAPTURE_BUFFER_KB), "-s", str(snaplen), "-w", str(pcap)]
     return argv + [capture_filter] if capture_filter else argv
 
 
