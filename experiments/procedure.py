@@ -38,6 +38,7 @@ The programs themselves (ftpd, ftpc, bulkflow) and their command lines: `ftp_ser
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import select
@@ -62,6 +63,13 @@ CAPTURE_BUFFER_KB = 2048
 # before a run's capture stops: a pause in which tcpdump, inside a one-CPU kernel, gets to write
 # the packets it was handed last
 CAPTURE_SETTLE_S = 0.02
+# After the client's end, how long its connections and associations may take to close on the
+# wire (FIN or SHUTDOWN exchange: a round trip, more after a loss) before the capture stops
+# anyway.
+TEARDOWN_LIMIT_S = 3.0
+# TCP states (include/net/tcp_states.h, as /proc/net/tcp writes them) that send nothing more of
+# their own: TIME_WAIT, CLOSE, LISTEN
+_TCP_QUIET_STATES = {"06", "07", "0A"}
 # What a program run to its end may take beyond its own limit (ftpc's --timeout is a stall
 # limit, not the whole session's).
 RUN_GRACE_S = 30.0
@@ -221,6 +229,34 @@ def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
             process.kill()
             process.wait()
     return process.returncode
+
+
+def open_sessions(pid: int) -> int:
+    """TCP connections and SCTP associations still open in the network namespace of process
+    `pid`, read from its /proc/PID/net (no program started): listeners and TIME_WAIT aside."""
+    count = 0
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        count += sum(len(fields) > 3 and fields[3] not in _TCP_QUIET_STATES
+                     for fields in (line.split() for line in lines))
+    with contextlib.suppress(OSError):
+        count += len(Path(f"/proc/{pid}/net/sctp/assocs").read_text().splitlines()[1:])
+    return count
+
+
+def await_sessions_closed(pid: int, limit_s: float = TEARDOWN_LIMIT_S) -> float | None:
+    """Wait until the namespace of process `pid` has no open connection or association: their
+    closing exchanges are then on the wire, and in a capture stopped after this. The seconds
+    waited, or None if the limit came first."""
+    started = time.monotonic()
+    while open_sessions(pid):
+        if time.monotonic() - started >= limit_s:
+            return None
+        time.sleep(POLL_S / 5)
+    return time.monotonic() - started
 
 
 def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0

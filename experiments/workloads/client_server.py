@@ -1,8 +1,9 @@
 """One client-server run on `path`, the shape ftp-mget's and http-page's runs share: the server
 and a capture of the client's interface started side by side (each costs a few hundred ms in
 the kernel), the client run to its end within the run's limit, and the capture stopped and
-moved to the run's pcap however the run went; a capture that wrote fewer packets than it was
-handed fails the run (it is redone)."""
+moved to the run's pcap however the run went, once the client's connections and associations
+have closed (or TEARDOWN_LIMIT_S); a capture that wrote fewer packets than it was handed fails
+the run (it is redone)."""
 from __future__ import annotations
 
 import os
@@ -41,6 +42,10 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
         yield
     finally:
         if capture is not None:
+            # the capture ends with the sessions' closing exchanges, not in the middle of them:
+            # so it holds the whole session, the next run's capture none of it, and tcpdump is
+            # not handed the last packets while it stops (a run redone for nothing)
+            record["teardown_s"] = procedure.await_sessions_closed(client.pid)
             record["capture"] = procedure.stop_capture(capture, pcap_partial,
                                                        procedure.CAPTURE_SETTLE_S)
             if pcap_partial.exists():

@@ -126,3 +126,28 @@ def test_each_run_records_its_stack_and_timers(stacks):
             assert timer and timer["ms"] == 3000 and "testbed-rto" in timer["cgroup"], record
         else:
             assert timer is None, record
+
+
+def test_every_capture_holds_its_session_s_close(stacks):
+    """The capture stops once the client's connections and associations have closed: on this
+    40 ms path the server's half of the close comes a round trip after the client's end, and a
+    capture stopped right after the client (as it used to be) ends without it."""
+    with (stacks / "runs.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r["status"] == "ok"]
+    assert len(rows) == 12
+    for row in rows:
+        pcap = stacks / "pcaps" / f"{row['run_id']}.pcap"
+        record = json.loads((stacks / "runs" / row["run_id"] / "result.json").read_text())
+        assert record["teardown_s"] is not None and record["teardown_s"] < 1.0, record
+        if row["variant"] == "tcp":
+            # the control connection's FIN both ways, and the client's last ACK of it
+            server_fin = field_values(pcap, f"tcp.flags.fin==1 && ip.dst=={CLIENT_IP} && "
+                                      "tcp.srcport==21", "frame.number")
+            assert server_fin and field_values(pcap, f"tcp.flags.fin==1 && ip.src=={CLIENT_IP}"
+                                               " && tcp.dstport==21", "frame.number")
+            assert field_values(pcap, f"frame.number > {server_fin[-1]} && ip.src=={CLIENT_IP}"
+                                " && tcp.dstport==21 && tcp.flags.ack==1", "frame.number")
+        else:
+            # SHUTDOWN, SHUTDOWN ACK, then SHUTDOWN COMPLETE last
+            chunks = field_values(pcap, "sctp", "sctp.chunk_type")
+            assert chunks[-1] == 14 and 8 in chunks, chunks[-5:]
