@@ -54,12 +54,15 @@ from typing import Any
 Launch = Callable[..., "subprocess.Popen[bytes]"]
 STARTUP_TIMEOUT_S = 30.0
 STOP_GRACE_S = 10.0
-# tcpdump's ring. Immediate mode gives it one 2 KB frame per packet (the nodes' interfaces have
-# no offloads), so 2 MB hold 1,000 packets: about a second of the fastest path's packets, both
-# ways (11 Mbit/s). Each page of the ring costs its start inside the pinned kernel: 8 MB took
-# 0.6 to 0.9 s until tcpdump listened, 2 MB 0.37 to 0.41 s (on a node, real time). A capture
-# that still falls behind says so, and its run is redone (capture_shortfall).
-CAPTURE_BUFFER_KB = 2048
+# tcpdump's ring (-B, in KB). Immediate mode gives it one 2 KB frame per packet (the nodes'
+# interfaces have no offloads), and each page of the ring costs its start inside the pinned
+# kernel: 8 MB took 0.6 to 0.9 s until tcpdump listened, 2 MB 0.37 to 0.41 s (on a node, real
+# time). So a capture of a rate-limited path gets a ring sized to it (capture_buffer_kb); one
+# of an unlimited or unknown rate keeps 8 MB, since a veth carries Gbit/s. A capture that still
+# falls behind says so, and its run is redone (capture_shortfall).
+CAPTURE_BUFFER_KB = 8192
+CAPTURE_BUFFER_MIN_KB = 2048
+FRAME_KB = 2
 # before a run's capture stops: a pause in which tcpdump, inside a one-CPU kernel, gets to write
 # the packets it was handed last
 CAPTURE_SETTLE_S = 0.02
@@ -153,9 +156,11 @@ def start_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
 
 
 def launch_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
-                   capture_filter: str = "", **kwargs: Any) -> subprocess.Popen[bytes]:
+                   capture_filter: str = "", buffer_kb: int = CAPTURE_BUFFER_KB,
+                   **kwargs: Any) -> subprocess.Popen[bytes]:
     """`start_capture` without the wait: `await_capture` it."""
-    return launch(capture_argv(iface, pcap, snaplen, capture_filter), stdin=subprocess.DEVNULL,
+    return launch(capture_argv(iface, pcap, snaplen, capture_filter, buffer_kb),
+                  stdin=subprocess.DEVNULL,
                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
 
 
@@ -182,11 +187,23 @@ def await_capture(capture: subprocess.Popen[bytes], iface: str,
                      f"{said.decode(errors='replace').strip()[-300:]}")
 
 
-def capture_argv(iface: str, pcap: Path, snaplen: int = 0, capture_filter: str = "") -> list[str]:
+def capture_buffer_kb(rates_bps: Sequence[int | None]) -> int:
+    """The ring for a capture of links at these rates (None: not rate-limited): one second of
+    the fastest one's full-size packets with their acknowledgements (half as many), in 2 KB
+    frames; at least CAPTURE_BUFFER_MIN_KB, at most CAPTURE_BUFFER_KB, which is also what an
+    unlimited or unknown rate gets."""
+    if not rates_bps or any(rate is None for rate in rates_bps):
+        return CAPTURE_BUFFER_KB
+    frames_per_s = max(rate for rate in rates_bps if rate is not None) / (8 * 1500) * 1.5
+    return int(min(CAPTURE_BUFFER_KB, max(CAPTURE_BUFFER_MIN_KB, frames_per_s * FRAME_KB)))
+
+
+def capture_argv(iface: str, pcap: Path, snaplen: int = 0, capture_filter: str = "",
+                 buffer_kb: int = CAPTURE_BUFFER_KB) -> list[str]:
     """Immediate mode and a write per packet: without them the last packets of a run wait in
-    the capture ring and are lost when the capture stops. The ring (CAPTURE_BUFFER_KB)."""
+    the capture ring and are lost when the capture stops. The ring: CAPTURE_BUFFER_KB."""
     argv = ["tcpdump", "-i", iface, "-n", "--immediate-mode", "-U",
-            "-B", str(CAPTURE_BUFFER_KB), "-s", str(snaplen), "-w", str(pcap)]
+            "-B", str(buffer_kb), "-s", str(snaplen), "-w", str(pcap)]
     return argv + [capture_filter] if capture_filter else argv
 
 

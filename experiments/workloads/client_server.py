@@ -34,8 +34,11 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
     process = capture = None
     try:
         process = procedure.launch_logged(server.popen, server_argv, server_log)
+        ring_kb = procedure.capture_buffer_kb([shape.get("rate_bps")
+                                               for shape in run["links"].values()])
         capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
-                                           run["snaplen"])
+                                           run["snaplen"], buffer_kb=ring_kb)
+        record["capture_ring_kb"] = ring_kb
         procedure.await_ready(process, server_argv, server_log)
         procedure.await_capture(capture, CLIENT_IF)
         mark("server_and_capture_start")

@@ -3,6 +3,8 @@ such (its run is redone rather than measured). That every smoke run's capture wr
 handed is asserted on the runs themselves (tests/harness/test_smoke.py)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from experiments import procedure
 
 
@@ -15,3 +17,15 @@ def test_packets_handed_to_tcpdump_but_not_written_fail_the_capture():
     full = procedure.capture_counts("9 packets captured\n12 packets received by filter\n"
                                     "3 packets dropped by kernel\n")
     assert "dropped 3 packets" in procedure.capture_shortfall(full)
+
+
+def test_the_ring_fits_the_path_and_an_unlimited_one_keeps_8_mb():
+    # a second of an 11 Mbit/s path's full-size packets and their acknowledgements, 2 KB each
+    assert procedure.capture_buffer_kb([11_000_000, 11_000_000]) == 2750
+    assert procedure.capture_buffer_kb([1_000_000]) == procedure.CAPTURE_BUFFER_MIN_KB == 2048
+    # a veth that no router limits carries Gbit/s; an unknown rate is treated as one
+    assert procedure.capture_buffer_kb([3_000_000, None]) == 8192
+    assert procedure.capture_buffer_kb([]) == 8192
+    assert procedure.capture_buffer_kb([1_000_000_000]) == 8192
+    assert "-B" in (argv := procedure.capture_argv("eth0", Path("x.pcap"), buffer_kb=2750))
+    assert argv[argv.index("-B") + 1] == "2750"
