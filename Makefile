@@ -36,11 +36,9 @@ all: build
 # Debian's `uml`, the default, setup skips that build and its source package, so a fresh
 # machine's first `make experiment` does not wait 5 minutes for a kernel it does not boot;
 # for those two it builds it (once), even where SETUP_FLAGS (the image's) left it out.
-ifneq ($(filter uml-virtual uml-built,$(KERNEL)),)
-SETUP_OPTIONS = $(filter-out --no-virtual-kernel,$(SETUP_FLAGS))
-else
-SETUP_OPTIONS = --no-virtual-kernel $(filter-out --no-virtual-kernel,$(SETUP_FLAGS))
-endif
+SETUP_FLAGS_WITH_KERNEL = $(filter-out --no-virtual-kernel,$(SETUP_FLAGS))
+SETUP_OPTIONS = $(if $(filter uml-virtual uml-built,$(KERNEL)),,--no-virtual-kernel) \
+                $(SETUP_FLAGS_WITH_KERNEL)
 
 setup:
 	bash docker/setup.sh $(SETUP_OPTIONS)
@@ -52,7 +50,7 @@ setup-test:
 # setup with the kernel build, whatever KERNEL and SETUP_FLAGS say (for the targets whose tests
 # boot it).
 setup-kernel:
-	bash docker/setup.sh $(filter-out --no-virtual-kernel,$(SETUP_FLAGS))
+	bash docker/setup.sh $(SETUP_FLAGS_WITH_KERNEL)
 
 # The time-travel kernel of KERNEL=uml-virtual (and uml-built). This builds it (about 5 minutes
 # on 2 cores, once: it is cached by a hash of its configuration and source version), whatever

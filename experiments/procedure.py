@@ -192,9 +192,10 @@ def capture_buffer_kb(rates_bps: Sequence[int | None]) -> int:
     the fastest one's full-size packets with their acknowledgements (half as many), in 2 KB
     frames; at least CAPTURE_BUFFER_MIN_KB, at most CAPTURE_BUFFER_KB, which is also what an
     unlimited or unknown rate gets."""
-    if not rates_bps or any(rate is None for rate in rates_bps):
+    limited = [rate for rate in rates_bps if rate is not None]
+    if not limited or len(limited) < len(rates_bps):
         return CAPTURE_BUFFER_KB
-    frames_per_s = max(rate for rate in rates_bps if rate is not None) / (8 * 1500) * 1.5
+    frames_per_s = max(limited) / (8 * 1500) * 1.5
     return int(min(CAPTURE_BUFFER_KB, max(CAPTURE_BUFFER_MIN_KB, frames_per_s * FRAME_KB)))
 
 

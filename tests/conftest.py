@@ -4,6 +4,7 @@ run starts, directly or through the programs it runs, carries the run's TESTBED_
 command line (topology/kernel/uml.py): `.ci/run` sets one for the whole of `make test`."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -46,7 +47,6 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
 
 def failed_runs(root: Path) -> list[str]:
     """Every run record under `root` that did not count, with its reasons, one line each."""
-    import json
     lines = []
     for record_file in sorted(root.glob("**/runs/*/result.json")):
         try:
