@@ -265,12 +265,15 @@ def open_sessions(pid: int) -> int:
     return count
 
 
-def await_sessions_closed(pid: int, limit_s: float = TEARDOWN_LIMIT_S) -> float | None:
-    """Wait until the namespace of process `pid` has no open connection or association: their
-    closing exchanges are then on the wire, and in a capture stopped after this. The seconds
-    waited, or None if the limit came first."""
+def await_sessions_closed(pids: Sequence[int], limit_s: float = TEARDOWN_LIMIT_S
+                          ) -> float | None:
+    """Wait until the namespaces of processes `pids` (both ends of a path) have no open
+    connection or association: their closing exchanges are then on the wire, and in a capture
+    stopped after this. Both ends, because the one that closes first is done before the other
+    has its last ACK or SHUTDOWN COMPLETE. The seconds waited, or None if the limit came
+    first."""
     started = time.monotonic()
-    while open_sessions(pid):
+    while any(open_sessions(pid) for pid in pids):
         if time.monotonic() - started >= limit_s:
             return None
         time.sleep(POLL_S / 5)

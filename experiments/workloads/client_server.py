@@ -48,7 +48,7 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
             # the capture ends with the sessions' closing exchanges, not in the middle of them:
             # so it holds the whole session, the next run's capture none of it, and tcpdump is
             # not handed the last packets while it stops (a run redone for nothing)
-            record["teardown_s"] = procedure.await_sessions_closed(client.pid)
+            record["teardown_s"] = procedure.await_sessions_closed((client.pid, server.pid))
             record["capture"] = procedure.stop_capture(capture, pcap_partial,
                                                        procedure.CAPTURE_SETTLE_S)
             if pcap_partial.exists():

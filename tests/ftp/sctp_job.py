@@ -32,6 +32,8 @@ KNOBS = ["--sctp-rto-min", "100", "--sctp-rto-initial", "300", "--sctp-rto-max",
 CLIENT_TIMEOUT_S = 60       # ftpc's stall limit
 RUN_LIMIT_S = 300           # a whole session's
 ABORT_TIMEOUT_S = 30
+# a close whose FIN or SHUTDOWN is lost (10% loss) waits for its retransmission timer
+TEARDOWN_LIMIT_S = 20
 # A pcap is written to the kernel's tmpfs (cheap), then moved to WORK.
 SCRATCH = Path("/dev/shm")
 
@@ -63,9 +65,12 @@ class Job:
         return procedure.start_capture(self.client.popen, CLIENT_IF, SCRATCH / f"{name}.pcap")
 
     def stop_capture(self, name: str, capture: Any) -> None:
-        """Once the pcap stops growing (tcpdump lags in this kernel); tcpdump's closing
-        counts go to NAME.capture.json, checked by the tests."""
+        """Once the session's closing exchange is on the wire and the pcap stops growing
+        (tcpdump lags in this kernel); tcpdump's closing counts go to NAME.capture.json,
+        checked by the tests."""
         pcap = SCRATCH / f"{name}.pcap"
+        # a close still under way as tcpdump stops is handed to it but not written
+        procedure.await_sessions_closed((self.client.pid, self.path.server.pid), TEARDOWN_LIMIT_S)
         counts = procedure.stop_capture(capture, pcap, settle_s=0.2)
         (self.work / f"{name}.capture.json").write_text(json.dumps(counts))
         shutil.move(pcap, self.work / f"{name}.pcap")

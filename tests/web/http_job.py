@@ -23,6 +23,8 @@ from topology.params import LinkShape
 CLIENT_IF = "client-eth0"
 PAGE = ["/page.html"] + [f"/o{i}.png" for i in range(1, 8)]
 RUN_LIMIT_S = 120
+# a close whose FIN or SHUTDOWN is lost (10% loss) waits for its retransmission timer
+TEARDOWN_LIMIT_S = 20
 SCRATCH = Path("/dev/shm")
 
 
@@ -54,6 +56,9 @@ class Job:
             self.state["rc"][name] = None
             self.state["failures"][name] = str(failure)
         finally:
+            # a close still under way as tcpdump stops is handed to it but not written
+            procedure.await_sessions_closed((self.path.client.pid, self.path.server.pid),
+                                            TEARDOWN_LIMIT_S)
             counts = procedure.stop_capture(capture, pcap, settle_s=0.2)
             (self.work / f"{name}.capture.json").write_text(json.dumps(counts))
             shutil.move(pcap, self.work / f"{name}.pcap")
