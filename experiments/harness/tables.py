@@ -199,6 +199,8 @@ def meta(experiment: Experiment, ledger: Ledger,
                      "sctp": {SCTP_KNOBS[k]["sysctl"]: v for k, v in experiment.sctp.items()}},
         "testbed": testbed_commit(), "seed": experiment.seed,
         "link_checks": [c for b in batches for c in b.get("link_checks", [])],
+        # per end host and topology, what its TCP metrics cache held after the runs: empty
+        "tcp_metrics_cached": [c for b in batches for c in b.get("tcp_metrics_cached", [])],
         "topology_build_s": [t for b in batches for t in _as_list(b.get("topology_build_s"))],
         "hosts": hosts(batches, runs),
     }

@@ -151,3 +151,12 @@ def test_every_capture_holds_its_session_s_close(stacks):
             # SHUTDOWN, SHUTDOWN ACK, then SHUTDOWN COMPLETE last
             chunks = field_values(pcap, "sctp", "sctp.chunk_type")
             assert chunks[-1] == 14 and 8 in chunks, chunks[-5:]
+
+
+def test_no_run_leaves_tcp_metrics_for_the_next(stacks):
+    """Runs share a topology, and no cache flush runs between them: each run's sysctls keep
+    the TCP metrics cache empty, and each topology's end hosts report it so after its runs."""
+    meta = json.loads((stacks / "meta.json").read_text())
+    reports = meta["tcp_metrics_cached"]
+    assert {r["host"] for r in reports} == {"client", "server"}, reports
+    assert all(r["entries"] == [] for r in reports), reports
