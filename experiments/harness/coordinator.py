@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import threading
 import time
@@ -242,13 +243,20 @@ class Harness:
             print(f"warning: {error}", flush=True)
 
     def execute_here(self, batches: list[list[dict[str, Any]]], label: str) -> list[str]:
-        """One thread per batch, each booting a pinned kernel on this machine."""
+        """One thread per batch, each booting a pinned kernel on this machine. A kernel done
+        with its batch takes the runs the others have not reached (sharing.py)."""
         errors: list[str] = []
         stop = threading.Event()
+        todo = [[o for o in batch if not self.ledger.is_finished(o["id"])] for batch in batches]
+        claims = self.ledger.work / f"claims-{label.replace(' ', '-')}-{int(time.time())}"
+        claims.mkdir(parents=True, exist_ok=True)
         pool = ThreadPoolExecutor(len(batches))
         try:
-            futures = [pool.submit(self.run_batch, i, batch, label, stop)
-                       for i, batch in enumerate(batches)]
+            futures = [pool.submit(self.run_batch, i, batch, label, stop,
+                                   {"claims_dir": str(claims),
+                                    "stealable": [other for j, other in enumerate(todo)
+                                                  if j != i and other]})
+                       for i, batch in enumerate(todo)]
             for future in futures:
                 error = future.result()
                 if error:
@@ -262,6 +270,8 @@ class Harness:
             raise
         else:
             pool.shutdown(wait=True)
+        finally:
+            shutil.rmtree(claims, ignore_errors=True)
         return errors
 
     def execute_on_slurm(self, batches: list[list[dict[str, Any]]], label: str,
@@ -286,10 +296,12 @@ class Harness:
         # the host in a batch's name keeps batches of several hosts apart once merged
         return re.sub(r"[^A-Za-z0-9_.-]", "_", self.host)
 
-    def write_batch(self, tag: str, runs: list[dict[str, Any]]) -> Path:
+    def write_batch(self, tag: str, runs: list[dict[str, Any]],
+                    shared: dict[str, Any] | None = None) -> Path:
         batch_file = self.ledger.work / f"{tag}.json"
         batch_file.write_text(json.dumps({
-            "runs": runs, "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
+            "runs": runs, **(shared or {}),
+            "metadata_file": str(self.ledger.work / f"{tag}.metadata.json"),
             "marks_file": str(stamps.marks_file(batch_file)),
             "provenance": {"host": self.host, "testbed": self.testbed(),
                            "container": metadata.container()}}))
@@ -302,12 +314,13 @@ class Harness:
         return self._testbed
 
     def run_batch(self, index: int, batch: list[dict[str, Any]], label: str,
-                  stop: threading.Event) -> str | None:
+                  stop: threading.Event, shared: dict[str, Any] | None = None) -> str | None:
+        """`shared`: the round's claims folder and the other batches' runs, to take."""
         todo = [o for o in batch if not self.ledger.is_finished(o["id"])]
-        if not todo or stop.is_set():
+        if not (todo or (shared or {}).get("stealable")) or stop.is_set():
             return None
         tag = f"{self.tag_host()}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
-        error = launch.run_batch_file(self.write_batch(tag, todo), self.kernel)
+        error = launch.run_batch_file(self.write_batch(tag, todo, shared), self.kernel)
         return f"worker {index + 1}: {error}" if error else None
 
 

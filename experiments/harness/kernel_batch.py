@@ -13,7 +13,7 @@ import shlex
 import shutil
 import sys
 import time
-from itertools import groupby
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from topology.params import LinkShape
 
 from .. import workloads
 from ..procedure import RunFailure
+from . import sharing
 
 RECORD = "result.json"
 
@@ -67,7 +68,9 @@ def shapes(links: dict[str, dict[str, Any]]) -> dict[str, LinkShape]:
     return {direction: LinkShape.from_dict(shape) for direction, shape in links.items()}
 
 
-def execute(net: Topology, run: dict[str, Any], marks: Marks | None = None) -> dict[str, Any]:
+def execute(net: Topology, run: dict[str, Any], marks: Marks | None = None,
+            batch: str | None = None) -> dict[str, Any]:
+    """One run on the built topology; its record, as written (`batch`: which one ran it)."""
     run_dir = Path(run["dir"])
     if run_dir.exists():
         shutil.rmtree(run_dir)  # a half-finished attempt counts for nothing
@@ -75,7 +78,8 @@ def execute(net: Topology, run: dict[str, Any], marks: Marks | None = None) -> d
     record: dict[str, Any] = {"id": run["id"], "point": run["point"], "rep": run["rep"],
                               "workload": run["workload_kind"], "params": run["params"],
                               "links": run["links"], "status": "failed", "reasons": [],
-                              "host": run.get("host"), "started": time.time()}
+                              "host": run.get("host"), "batch": batch,
+                              "started": time.time()}
     phases: dict[str, float] = {}
     last = [time.monotonic()]
 
@@ -119,25 +123,23 @@ def queue_deltas(before: dict[str, dict[str, int]],
             for direction, counts in after.items()}
 
 
-def link_checks(net: Topology, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ping across each distinct link setting of the batch (without loss) before the runs: the
-    fidelity check of the links actually used, recorded with the results."""
-    checks, seen = [], set()
+def link_signature(run: dict[str, Any]) -> str:
+    """A run's links without their loss: what a link check measures."""
+    return json.dumps({d: s.with_changes(loss=0.0).to_dict()
+                       for d, s in shapes(run["links"]).items()}, sort_keys=True)
+
+
+def link_check(net: Topology, run: dict[str, Any]) -> dict[str, Any]:
+    """Ping across the run's links (without loss) before the run: the fidelity check of the
+    links actually used, recorded with the results (once per link setting and topology)."""
+    clean = {d: s.with_changes(loss=0.0) for d, s in shapes(run["links"]).items()}
     node, address = net.probe_pair()
-    for run in runs:
-        clean = {d: s.with_changes(loss=0.0) for d, s in shapes(run["links"]).items()}
-        signature = json.dumps({d: s.to_dict() for d, s in clean.items()}, sort_keys=True)
-        if signature in seen:
-            continue
-        seen.add(signature)
-        net.set_links(clean)
-        main = run["links"][DATA_DIRECTION[run["topology"]["kind"]]]
-        rtt = probes.ping(net.node(node), address, 5, 0.2)
-        checks.append({"rate_bps": main.get("rate_bps"), "delay_s": main.get("delay_s"),
-                       "rtt_configured_ms": 1000 * sum(clean[d].delay_s
-                                                       for d in net.probe_route()), **rtt,
-                       "reconfigure_s": net.timings_s.get("reconfigure")})
-    return checks
+    net.set_links(clean)
+    main = run["links"][DATA_DIRECTION[run["topology"]["kind"]]]
+    rtt = probes.ping(net.node(node), address, 5, 0.2)
+    return {"rate_bps": main.get("rate_bps"), "delay_s": main.get("delay_s"),
+            "rtt_configured_ms": 1000 * sum(clean[d].delay_s for d in net.probe_route()),
+            **rtt, "reconfigure_s": net.timings_s.get("reconfigure")}
 
 
 def cached_tcp_metrics(net: Topology) -> dict[str, list[str]]:
@@ -149,29 +151,31 @@ def cached_tcp_metrics(net: Topology) -> dict[str, list[str]]:
             for host in net.end_hosts()}
 
 
-def structure(run: dict[str, Any]) -> str:
-    return json.dumps(run["topology"], sort_keys=True)
-
-
 def main(batch_file: str) -> int:
     batch = json.loads(Path(batch_file).read_text())
     marks = Marks(batch.get("marks_file"))
     marks("started")
+    batch_name = Path(batch_file).stem
     collected = {**metadata.collect(), **batch.get("provenance", {}),
                  "topology_build_s": [], "link_checks": [], "tcp_metrics_cached": []}
     marks("metadata")
-    # the runs arrive longest first; runs of one structure share one build of it
-    ordered = sorted(batch["runs"], key=structure)
-    for _, group in groupby(ordered, key=structure):
-        runs = list(group)
-        with build({**runs[0]["topology"], "links": runs[0]["links"]}) as net:
+    claims = sharing.Claims(batch.get("claims_dir"))
+    for runs in sharing.plan(batch):
+        pending = sharing.claimed(runs, claims)
+        first = next(pending, None)
+        if first is None:
+            continue  # the other workers took them all
+        with build({**first["topology"], "links": first["links"]}) as net:
             collected["topology_build_s"].append(net.timings_s["build"])
             marks("topology")
-            collected["link_checks"] += link_checks(net, runs)
-            Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
-            marks("link_checks")
-            for run in runs:
-                record = execute(net, run, marks)
+            checked: set[str] = set()
+            for run in chain([first], pending):
+                if link_signature(run) not in checked:
+                    checked.add(link_signature(run))
+                    collected["link_checks"].append(link_check(net, run))
+                    Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
+                    marks("link_checks")
+                record = execute(net, run, marks, batch_name)
                 print(json.dumps({"id": run["id"], "status": record["status"]}), flush=True)
             marks("last_run")
             collected["tcp_metrics_cached"] += [

@@ -25,6 +25,11 @@ def timeout_s(runs: list[dict]) -> float:
     return sum(run["timeout_s"] + 60 for run in runs) + BATCH_OVERHEAD_S
 
 
+def runs_it_may_run(batch: dict) -> list[dict]:
+    """Its own runs, and the other workers' it may take (sharing.py)."""
+    return batch["runs"] + [run for other in batch.get("stealable", []) for run in other]
+
+
 def run_batch_file(batch_file: Path, kernel: str | None) -> str | None:
     """Boots a kernel for the batch and waits for it; None when it ran to its end, else why
     not. The runs it finished are in the ledger either way."""
@@ -35,7 +40,7 @@ def run_batch_file(batch_file: Path, kernel: str | None) -> str | None:
         backend = open_backend(kernel, memory=KERNEL_MEMORY)
         result = backend.run(
             [PYTHON, "-m", "experiments.harness.kernel_batch", str(batch_file)],
-            timeout_s=timeout_s(json.loads(batch_file.read_text())["runs"]))
+            timeout_s=timeout_s(runs_it_may_run(json.loads(batch_file.read_text()))))
     except BackendError as error:
         return str(error)
     finally:

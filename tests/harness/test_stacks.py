@@ -160,3 +160,20 @@ def test_no_run_leaves_tcp_metrics_for_the_next(stacks):
     reports = meta["tcp_metrics_cached"]
     assert {r["host"] for r in reports} == {"client", "server"}, reports
     assert all(r["entries"] == [] for r in reports), reports
+
+
+def test_each_run_ran_once_in_one_of_the_round_s_kernels(stacks):
+    """The two workers share the round's runs (experiments/harness/sharing.py): every run's
+    record names the batch that ran it, that batch's kernel reported it, and no other did."""
+    reported: dict[str, list[str]] = {}
+    for marks in sorted((stacks / ".work").glob("*.marks.jsonl")):
+        batch = marks.name.removesuffix(".marks.jsonl")
+        for line in marks.read_text().splitlines():
+            step = json.loads(line)
+            if step["step"] == "record":
+                reported.setdefault(step["run"], []).append(batch)
+    records = {p.parent.name: json.loads(p.read_text())
+               for p in (stacks / "runs").glob("*/result.json")}
+    assert records and set(reported) == set(records)
+    for run_id, record in records.items():
+        assert reported[run_id] == [record["batch"]], (run_id, reported[run_id])
