@@ -315,12 +315,12 @@ class Harness:
 
     def run_batch(self, index: int, batch: list[dict[str, Any]], label: str,
                   stop: threading.Event, shared: dict[str, Any] | None = None) -> str | None:
-        """`shared`: the round's claims folder and the other batches' runs, to take."""
-        todo = [o for o in batch if not self.ledger.is_finished(o["id"])]
-        if not (todo or (shared or {}).get("stealable")) or stop.is_set():
+        """`batch`: its runs not finished yet; `shared`: the round's claims folder and the
+        other batches' runs, to take."""
+        if not (batch or (shared or {}).get("stealable")) or stop.is_set():
             return None
         tag = f"{self.tag_host()}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
-        error = launch.run_batch_file(self.write_batch(tag, todo, shared), self.kernel)
+        error = launch.run_batch_file(self.write_batch(tag, batch, shared), self.kernel)
         return f"worker {index + 1}: {error}" if error else None
 
 

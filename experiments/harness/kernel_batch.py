@@ -170,8 +170,9 @@ def main(batch_file: str) -> int:
             marks("topology")
             checked: set[str] = set()
             for run in chain([first], pending):
-                if link_signature(run) not in checked:
-                    checked.add(link_signature(run))
+                signature = link_signature(run)
+                if signature not in checked:
+                    checked.add(signature)
                     collected["link_checks"].append(link_check(net, run))
                     Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
                     marks("link_checks")

@@ -9,8 +9,8 @@ own runs in `execution_order`; a worker done with its own takes the others' from
 the structure it has built first (`plan`).
 
 The coordinator writes in each batch the round's `claims_dir` and as `stealable` the other
-batches (a list of lists of runs); a batch
-without them (Slurm tasks, older batch files) runs its own runs and nothing else."""
+batches (a list of lists of runs); a batch without them (Slurm tasks, older batch files) runs
+its own runs and nothing else."""
 from __future__ import annotations
 
 import json
