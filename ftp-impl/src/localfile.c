@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -62,13 +63,44 @@ static void first_byte(struct sink *k, double t) {
   }
 }
 
+static int flush_pending(struct sink *k) {
+  size_t n = k->pending_len;
+  k->pending_len = 0;
+  return n == 0 || sys_write_all(k->fd, k->pending, n) == 0 ? 0 : -1;
+}
+
+static void drop_pending(struct sink *k) {
+  free(k->pending);
+  k->pending = NULL;
+  k->pending_len = 0;
+}
+
+/* To the file through the batch; a write as large as the batch goes
+ * straight through. */
+static int file_write(struct sink *k, const char *p, size_t n) {
+  if (k->discard) {
+    return 0;
+  }
+  if (k->pending_len + n > SINK_BATCH && flush_pending(k) != 0) {
+    return -1;
+  }
+  if (n >= SINK_BATCH) {
+    return sys_write_all(k->fd, p, n);
+  }
+  if (k->pending == NULL) {
+    k->pending = sys_malloc(SINK_BATCH);
+  }
+  memcpy(k->pending + k->pending_len, p, n);
+  k->pending_len += n;
+  return 0;
+}
+
 int sink_write(struct sink *k, const char *p, size_t n, double t) {
   if (n == 0) {
     return 0;
   }
   first_byte(k, t);
-  if (k->fd >= 0 ? sys_write_all(k->fd, p, n) != 0
-                 : buf_append(k->mem, p, n) != 0) {
+  if (k->fd >= 0 ? file_write(k, p, n) != 0 : buf_append(k->mem, p, n) != 0) {
     return -1;
   }
   k->got += n;
@@ -115,6 +147,9 @@ int sink_write_at(struct sink *k, uint64_t offset, const char *p, size_t n,
     return 0;
   }
   first_byte(k, t);
+  if (k->fd >= 0 && flush_pending(k) != 0) {
+    return -1;
+  }
   if (k->fd >= 0 ? pwrite_all(k->fd, p, n, offset) != 0
                  : mem_place(k->mem, offset, p, n) != 0) {
     return -1;
@@ -136,6 +171,12 @@ int sink_finish(struct sink *k, int64_t expected, char *err, size_t errcap) {
   if (k->fd < 0) {
     return 0;
   }
+  if (flush_pending(k) != 0) {
+    (void)str_fmt(err, errcap, "%s: write: %s", k->part, strerror(errno));
+    sink_abandon(k);
+    return -1;
+  }
+  drop_pending(k);
   if (close(k->fd) != 0) {
     k->fd = -1;
     (void)str_fmt(err, errcap, "%s: close: %s", k->part, strerror(errno));
@@ -160,9 +201,11 @@ int sink_finish(struct sink *k, int64_t expected, char *err, size_t errcap) {
 
 void sink_abandon(struct sink *k) {
   if (k->fd >= 0) {
+    (void)flush_pending(k); /* the .part keeps what came; best effort */
     sys_close(k->fd);
     k->fd = -1;
   }
+  drop_pending(k);
 }
 
 void sink_remove(struct sink *k) {

@@ -17,6 +17,8 @@ struct sink {
   int fd;              /* -1 for memory */
   int discard;         /* out_dir "/dev/null": count, keep nothing */
   struct buf *mem;
+  char *pending; /* bytes not yet written to fd (SINK_BATCH at most) */
+  size_t pending_len;
   uint64_t got;
   double t_first;
   double t_last;
@@ -27,7 +29,10 @@ struct sink {
 int sink_open_file(struct sink *k, const char *out_dir, const char *remote,
                    char *err, size_t errcap);
 void sink_open_mem(struct sink *k, const char *label, struct buf *mem);
-/* -1 on a local write error. */
+/* -1 on a local write error.  A file's bytes are written in batches of
+ * SINK_BATCH: inside the pinned kernel each write is a system call, and a
+ * TCP download would otherwise make one per segment. */
+#define SINK_BATCH (256u * 1024u)
 int sink_write(struct sink *k, const char *p, size_t n, double t);
 /* n bytes that belong at `offset` (blocks of MODE E arrive in any order):
  * written there, or for memory, placed there (zeros fill what has not come
@@ -37,7 +42,7 @@ int sink_write_at(struct sink *k, uint64_t offset, const char *p, size_t n,
 /* Complete: check got == expected (expected < 0: unknown), close, rename,
  * emit the events.  -1 (err set, .part kept) on a short/long file. */
 int sink_finish(struct sink *k, int64_t expected, char *err, size_t errcap);
-/* Give up: close, keep the .part name. */
+/* Give up: write what is pending, close, keep the .part name. */
 void sink_abandon(struct sink *k);
 /* Give up before any byte arrived: close and remove the .part file. */
 void sink_remove(struct sink *k);

@@ -84,15 +84,25 @@ int sys_sleep_until(double t) {
   return 0;
 }
 
+/* The clock is read only after a signal: inside the pinned kernel every
+ * clock_gettime is a system call, and a download waits here once per
+ * segment. */
 int sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
-  int64_t deadline = sys_mono_ms() + (timeout_ms < 0 ? 0 : timeout_ms);
+  int64_t deadline = -1;
+  int wait_ms = timeout_ms;
   for (;;) {
-    int rc = poll(fds, n, timeout_ms < 0 ? -1 : sys_ms_left(deadline));
+    int rc = poll(fds, n, wait_ms);
     if (rc >= 0) {
       return rc;
     }
     if (errno != EINTR) {
       return -1;
+    }
+    if (timeout_ms >= 0) {
+      if (deadline < 0) {
+        deadline = sys_mono_ms() + timeout_ms;
+      }
+      wait_ms = sys_ms_left(deadline);
     }
   }
 }

@@ -163,6 +163,8 @@ static int read_data(struct client *cl, struct dchan *d, struct job *j) {
   static char *chunk;
   unsigned sid;
   int eor;
+  /* one time stamp for the round's reads: they follow each other at once */
+  double t = sys_mono_now();
   if (chunk == NULL) {
     chunk = sys_malloc(DATA_CHUNK);
   }
@@ -176,14 +178,19 @@ static int read_data(struct client *cl, struct dchan *d, struct job *j) {
     if (n < 0) {
       return client_fail(cl, "data connection lost: %s", strerror(errno));
     }
-    if (n > 0 && (j->sink == NULL ||
-                  sink_write(j->sink, chunk, (size_t)n, sys_mono_now()) != 0)) {
+    if (n > 0 &&
+        (j->sink == NULL || sink_write(j->sink, chunk, (size_t)n, t) != 0)) {
       return client_fail(cl, "local write failed: %s", strerror(errno));
     }
     if (n == 0 || (cl->proto != XP_TCP && j->r.announced >= 0 &&
                    j->sink->got >= (uint64_t)j->r.announced)) {
       j->data_done = 1;
       xp_close(&d->conn);
+      return 0;
+    }
+    if (cl->proto == XP_TCP && (size_t)n < DATA_CHUNK) {
+      /* a short read emptied the receive queue: the next poll says when
+       * more (or the end) has come, and a read now would only fail */
       return 0;
     }
   }
