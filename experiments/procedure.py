@@ -215,10 +215,28 @@ def run(launch: Launch, argv: Sequence[str], stdout: Path, stderr: Path, timeout
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         process = launch(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, **kwargs)
         try:
-            return process.wait(timeout=timeout_s)
+            return wait_exit(process, timeout_s)
         except subprocess.TimeoutExpired:
             stop(process, signal.SIGKILL)
             raise RunFailure(f"{Path(argv[0]).name} ran past {timeout_s:.0f} s") from None
+
+
+def wait_exit(process: subprocess.Popen[bytes], timeout_s: float) -> int:
+    """`process.wait(timeout)` in one blocking wait on a pidfd. Popen polls every 50 ms (of the
+    kernel's clock) instead, and in virtual time each of those wake-ups costs real time for
+    every simulated second a transfer lasts: 4 minutes of a satellite run are 4,800 of them."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # before Python 3.9 or Linux 5.3; or already reaped
+        return process.wait(timeout=timeout_s)
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        if not poller.poll(max(0, int(timeout_s * 1000))):
+            raise subprocess.TimeoutExpired(process.args, timeout_s)
+    finally:
+        os.close(pidfd)
+    return process.wait()
 
 
 def wait_all(processes: dict[str, subprocess.Popen[bytes]], timeout_s: float) -> dict[str, int]:
@@ -228,7 +246,7 @@ def wait_all(processes: dict[str, subprocess.Popen[bytes]], timeout_s: float) ->
     statuses: dict[str, int] = {}
     for name, process in processes.items():
         try:
-            statuses[name] = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            statuses[name] = wait_exit(process, max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             for other in processes.values():
                 stop(other, signal.SIGKILL)

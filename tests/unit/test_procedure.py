@@ -3,7 +3,12 @@ such (its run is redone rather than measured). That every smoke run's capture wr
 handed is asserted on the runs themselves (tests/harness/test_smoke.py)."""
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
 from pathlib import Path
+
+import pytest
 
 from experiments import procedure
 
@@ -29,3 +34,17 @@ def test_the_ring_fits_the_path_and_an_unlimited_one_keeps_8_mb():
     assert procedure.capture_buffer_kb([1_000_000_000]) == 8192
     assert "-B" in (argv := procedure.capture_argv("eth0", Path("x.pcap"), buffer_kb=2750))
     assert argv[argv.index("-B") + 1] == "2750"
+
+
+def test_a_program_is_waited_for_to_its_exit_status_or_its_limit():
+    assert procedure.wait_exit(subprocess.Popen(["sh", "-c", "sleep 0.2; exit 3"]), 10) == 3
+    done = subprocess.Popen(["true"])
+    time.sleep(0.2)  # exited before the wait began: its status is still there
+    assert procedure.wait_exit(done, 10) == 0
+    slow = subprocess.Popen(["sleep", "5"])
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        procedure.wait_exit(slow, 0.3)
+    assert 0.3 <= time.monotonic() - started < 2
+    slow.kill()
+    assert procedure.wait_exit(slow, 10) == -signal.SIGKILL
