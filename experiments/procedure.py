@@ -66,6 +66,11 @@ FRAME_KB = 2
 # before a run's capture stops: a pause in which tcpdump, inside a one-CPU kernel, gets to write
 # the packets it was handed last
 CAPTURE_SETTLE_S = 0.02
+# A capture in block mode (capture_argv) is handed its last packets when the kernel retires
+# their block: tcpdump's timeout is 1 s, and the kernel retires a block on the second timer tick
+# that finds it unchanged, so within 2 s. Asked every CAPTURE_DRAIN_POLL_S.
+CAPTURE_DRAIN_LIMIT_S = 5.0
+CAPTURE_DRAIN_POLL_S = 0.1
 # After the client's end, how long its connections and associations may take to close on the
 # wire (FIN or SHUTDOWN exchange: a round trip, more after a loss) before the capture stops
 # anyway.
@@ -157,9 +162,9 @@ def start_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
 
 def launch_capture(launch: Launch, iface: str, pcap: Path, snaplen: int = 0,
                    capture_filter: str = "", buffer_kb: int = CAPTURE_BUFFER_KB,
-                   **kwargs: Any) -> subprocess.Popen[bytes]:
+                   immediate: bool = True, **kwargs: Any) -> subprocess.Popen[bytes]:
     """`start_capture` without the wait: `await_capture` it."""
-    return launch(capture_argv(iface, pcap, snaplen, capture_filter, buffer_kb),
+    return launch(capture_argv(iface, pcap, snaplen, capture_filter, buffer_kb, immediate),
                   stdin=subprocess.DEVNULL,
                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
 
@@ -200,10 +205,15 @@ def capture_buffer_kb(rates_bps: Sequence[int | None]) -> int:
 
 
 def capture_argv(iface: str, pcap: Path, snaplen: int = 0, capture_filter: str = "",
-                 buffer_kb: int = CAPTURE_BUFFER_KB) -> list[str]:
-    """Immediate mode and a write per packet: without them the last packets of a run wait in
-    the capture ring and are lost when the capture stops. The ring: CAPTURE_BUFFER_KB."""
-    argv = ["tcpdump", "-i", iface, "-n", "--immediate-mode", "-U",
+                 buffer_kb: int = CAPTURE_BUFFER_KB, immediate: bool = True) -> list[str]:
+    """tcpdump with a ring of `buffer_kb` (CAPTURE_BUFFER_KB). In immediate mode it is woken
+    for every packet and writes each at once, so the pcap is complete the moment the wire is
+    quiet. In block mode (not `immediate`) the kernel hands it blocks of packets, a block once
+    full or once it has aged (within 2 s: CAPTURE_DRAIN_LIMIT_S), so tcpdump wakes a few times
+    a second instead of per packet. Inside a virtual-time kernel those wake-ups are much of a
+    transfer's wall time, but in block mode the last packets wait in the ring: such a capture
+    is drained before it stops (`stop_capture(..., drain=True)`), or they are lost."""
+    argv = ["tcpdump", "-i", iface, "-n", *(["--immediate-mode", "-U"] if immediate else []),
             "-B", str(buffer_kb), "-s", str(snaplen), "-w", str(pcap)]
     return argv + [capture_filter] if capture_filter else argv
 
@@ -298,29 +308,67 @@ def await_sessions_closed(pids: Sequence[int], limit_s: float = TEARDOWN_LIMIT_S
     return time.monotonic() - started
 
 
-def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0
-                 ) -> dict[str, int]:
+def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0,
+                 drain: bool = False) -> dict[str, int]:
     """Stop tcpdump; its closing counts (`capture_counts`). With `settle_s`, first wait (at
     most 10 s) until the capture file has not grown for that long: tcpdump, if it has not been
     scheduled since the last packets came, still has them to write, and on SIGINT it leaves
-    what it has not read."""
+    what it has not read. With `drain` (a capture in block mode), first wait until it has
+    written all it was handed (`drain_capture`); the counts then say how long that took
+    (`drain_s`, -1 if the limit came first)."""
+    drained = drain_capture(capture) if drain else None
     if settle_s > 0:
         _settle(pcap, settle_s)
     stop(capture, signal.SIGINT)
     said = capture.stderr.read() if capture.stderr is not None else b""
-    return capture_counts(said.decode(errors="replace"))
+    counts = capture_counts(said.decode(errors="replace"))
+    if drain:
+        counts["drain_ms"] = -1 if drained is None else round(drained * 1000)
+    return counts
+
+
+def drain_capture(capture: subprocess.Popen[bytes], limit_s: float = CAPTURE_DRAIN_LIMIT_S
+                  ) -> float | None:
+    """Wait until tcpdump has written every packet the kernel handed it (not for a capture on
+    loopback, where it discards half of them): asked with SIGUSR1, on which it prints its
+    counts and goes on. The seconds waited, or None if the limit came first."""
+    assert capture.stderr is not None
+    stream, said = capture.stderr.fileno(), ""
+    started = time.monotonic()
+    while capture.poll() is None and time.monotonic() - started < limit_s:
+        capture.send_signal(signal.SIGUSR1)
+        said += _read_line(stream, limit_s)
+        counts = capture_counts(said)
+        if counts.get("captured", -1) >= counts.get("received", 0):
+            return time.monotonic() - started
+        time.sleep(CAPTURE_DRAIN_POLL_S)
+    return None
+
+
+def _read_line(stream: int, timeout_s: float) -> str:
+    """What a pipe says up to the end of its next line (or its end, or the time limit)."""
+    said, deadline = b"", time.monotonic() + timeout_s
+    while not said.endswith(b"\n") and (remaining := deadline - time.monotonic()) > 0:
+        if not select.select([stream], [], [], remaining)[0]:
+            break
+        chunk = os.read(stream, 4096)
+        if not chunk:
+            break
+        said += chunk
+    return said.decode(errors="replace")
 
 
 def capture_counts(said: str) -> dict[str, int]:
     """tcpdump's closing lines: packets captured (written), received by filter (the kernel
-    handed them to it) and dropped by kernel (its buffer was full); the ones it printed."""
+    handed them to it) and dropped by kernel (its buffer was full); the ones it printed, the
+    last of each where it printed them more than once (SIGUSR1)."""
     counts = {}
-    for key, words in (("captured", "packets captured"), ("received", "packets received by "
-                                                          "filter"),
-                       ("dropped", "packets dropped by kernel")):
-        found = re.search(rf"(\d+) {words}", said)
+    for key, words in (("captured", "packets? captured"), ("received", "packets? received by "
+                                                           "filter"),
+                       ("dropped", "packets? dropped by kernel")):
+        found = re.findall(rf"(\d+) {words}", said)
         if found:
-            counts[key] = int(found.group(1))
+            counts[key] = int(found[-1])
     return counts
 
 

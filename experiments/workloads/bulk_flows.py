@@ -33,7 +33,7 @@ from topology.net.addresses import dumbbell_address
 
 from .. import procedure
 from ..procedure import RunFailure
-from .base import Metric, Point, read_events, require_programs
+from .base import Metric, Point, capture_immediate, read_events, require_programs
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
@@ -212,7 +212,9 @@ class BulkFlows:
                     net.node(flow["receiver"]).popen, argv,
                     run_dir / f"receiver-{flow['receiver']}.jsonl"))
             capture = procedure.launch_capture(net.node(CAPTURE_NODE).popen, CAPTURE_IF,
-                                               pcap_partial, run["snaplen"])
+                                               pcap_partial, run["snaplen"],
+                                               immediate=capture_immediate())
+            record["capture_mode"] = "immediate" if capture_immediate() else "block"
             for name, (argv, process) in receivers.items():
                 procedure.await_ready(process, argv, run_dir / f"receiver-{name}.jsonl")
             procedure.await_capture(capture, CAPTURE_IF)
@@ -248,7 +250,8 @@ class BulkFlows:
                 procedure.stop(process)
             if capture is not None:
                 record["capture"] = procedure.stop_capture(capture, pcap_partial,
-                                                           procedure.CAPTURE_SETTLE_S)
+                                                           procedure.CAPTURE_SETTLE_S,
+                                                           drain=not capture_immediate())
                 if pcap_partial.exists():
                     os.replace(pcap_partial, run["pcap"])
                     record["pcap"] = run["pcap"]

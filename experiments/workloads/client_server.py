@@ -3,7 +3,8 @@ and a capture of the client's interface started side by side (each costs a few h
 the kernel), the client run to its end within the run's limit, and the capture stopped and
 moved to the run's pcap however the run went, once the client's connections and associations
 have closed (or TEARDOWN_LIMIT_S); a capture that wrote fewer packets than it was handed fails
-the run (it is redone)."""
+the run (it is redone). The capture is in immediate mode in real time and in block mode in
+virtual time (`capture_immediate`)."""
 from __future__ import annotations
 
 import os
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import procedure
 from ..procedure import RunFailure
+from .base import capture_immediate
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
@@ -37,8 +39,10 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
         ring_kb = procedure.capture_buffer_kb([shape.get("rate_bps")
                                                for shape in run["links"].values()])
         capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
-                                           run["snaplen"], buffer_kb=ring_kb)
+                                           run["snaplen"], buffer_kb=ring_kb,
+                                           immediate=capture_immediate())
         record["capture_ring_kb"] = ring_kb
+        record["capture_mode"] = "immediate" if capture_immediate() else "block"
         procedure.await_ready(process, server_argv, server_log)
         procedure.await_capture(capture, CLIENT_IF)
         mark("server_and_capture_start")
@@ -50,7 +54,8 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
             # not handed the last packets while it stops (a run redone for nothing)
             record["teardown_s"] = procedure.await_sessions_closed((client.pid, server.pid))
             record["capture"] = procedure.stop_capture(capture, pcap_partial,
-                                                       procedure.CAPTURE_SETTLE_S)
+                                                       procedure.CAPTURE_SETTLE_S,
+                                                       drain=not capture_immediate())
             if pcap_partial.exists():
                 os.replace(pcap_partial, run["pcap"])
                 record["pcap"] = run["pcap"]

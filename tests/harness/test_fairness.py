@@ -53,6 +53,12 @@ def test_every_run_counts_and_measures_the_study_s_numbers(fairness):
         for flow in flows:   # the diagnostics of each protocol are its one flow's
             assert float(run[f"{flow['proto']}_timeouts"]) == float(flow["timeouts"])
             assert float(run[f"{flow['proto']}_needless_rtx"]) == float(flow["repeated"])
+        # the capture at the bottleneck, in block mode in virtual time: drained, it wrote all
+        # it was handed
+        record = json.loads((fairness / "runs" / run["run_id"] / "result.json").read_text())
+        capture = record["capture"]
+        assert record["capture_mode"] == "block" and capture["drain_ms"] >= 0
+        assert capture["captured"] == capture["received"] > 0 and capture["dropped"] == 0
     meta = json.loads((fairness / "meta.json").read_text())
     assert meta["clock"].startswith("virtual")
     assert meta["experiment"]["workload"] == "bulk-flows"

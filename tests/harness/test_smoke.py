@@ -68,7 +68,9 @@ def test_every_run_was_verified_and_timed_from_its_pcap(smoke):
         assert (smoke / run["pcap"]).is_file()
         record = json.loads((smoke / "runs" / run["run_id"] / "result.json").read_text())
         assert record["status"] == "ok" and not record["reasons"]
-        # tcpdump wrote every packet the kernel handed it, and the kernel dropped none
+        # tcpdump wrote every packet the kernel handed it, and the kernel dropped none; in
+        # real time it was woken for each
+        assert record["capture_mode"] == "immediate"
         capture = record["capture"]
         assert capture["captured"] == capture["received"] > 0 and capture["dropped"] == 0
 

@@ -44,6 +44,19 @@ def opened_by_server(pcap: Path) -> int:
     return len(set(out.split("\n")) - {""})
 
 
+def unclosed(pcap: Path) -> set[tuple[str, str]]:
+    """The TCP connections of a pcap (by stream) and the ends of each whose FIN it lacks."""
+    out = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "tcp.stream",
+                          "-e", "ip.src", "-e", "tcp.flags.fin", "-Y", "tcp"],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    ends, closed = set(), set()
+    for stream, source, fin in (line.split("\t") for line in out.splitlines() if line):
+        ends.add((stream, source))
+        if fin in ("1", "True"):
+            closed.add((stream, source))
+    return ends - closed
+
+
 def test_every_run_is_whole_and_measured(xftp_smoke):
     table = runs(xftp_smoke)
     assert sorted((r["variant"], r["parallel"]) for r in table) == \
@@ -56,11 +69,15 @@ def test_every_run_is_whole_and_measured(xftp_smoke):
         record = json.loads((xftp_smoke / "runs" / run["run_id"] / "result.json").read_text())
         assert record["status"] == "ok" and not record["reasons"]
         assert record["params"]["parallel"] == int(run["parallel"])
+        # in virtual time the capture runs in block mode: drained, it wrote all it was handed,
+        # the connections' closes with it
         capture = record["capture"]
+        assert record["capture_mode"] == "block" and capture["drain_ms"] >= 0
         assert capture["captured"] == capture["received"] > 0 and capture["dropped"] == 0
         # the listing and the file, each over N connections the server opened
         pcap = xftp_smoke / run["pcap"]
         assert opened_by_server(pcap) == 2 * int(run["parallel"]), run["run_id"]
+        assert unclosed(pcap) == set(), run["run_id"]
         assert int(run["queue_drops_data"]) >= 0
 
 

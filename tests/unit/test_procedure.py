@@ -48,3 +48,19 @@ def test_a_program_is_waited_for_to_its_exit_status_or_its_limit():
     assert 0.3 <= time.monotonic() - started < 2
     slow.kill()
     assert procedure.wait_exit(slow, 10) == -signal.SIGKILL
+
+
+def test_a_block_mode_capture_is_asked_its_counts_and_the_last_ones_count():
+    immediate = procedure.capture_argv("eth0", Path("x.pcap"))
+    block = procedure.capture_argv("eth0", Path("x.pcap"), immediate=False)
+    assert {"--immediate-mode", "-U"} <= set(immediate)
+    assert not {"--immediate-mode", "-U"} & set(block)
+    assert set(block) | {"--immediate-mode", "-U"} == set(immediate)
+    # what SIGUSR1 makes tcpdump print while it runs, then its closing lines; one packet is
+    # "packet"
+    said = ("tcpdump: 0 packets captured, 12 packets received by filter, 0 packets dropped by "
+            "kernel\ntcpdump: 1 packet captured, 12 packets received by filter, 0 packets "
+            "dropped by kernel\n12 packets captured\n12 packets received by filter\n"
+            "0 packets dropped by kernel\n")
+    assert procedure.capture_counts(said) == {"captured": 12, "received": 12, "dropped": 0}
+    assert procedure.capture_counts(said.split("\n12 packets")[0])["captured"] == 1
