@@ -73,8 +73,11 @@ CAPTURE_DRAIN_LIMIT_S = 5.0
 CAPTURE_DRAIN_POLL_S = 0.1
 # After the client's end, how long its connections and associations may take to close on the
 # wire (FIN or SHUTDOWN exchange: a round trip, more after a loss) before the capture stops
-# anyway.
+# anyway. In virtual time the wait costs next to no wall time, and a capture in block mode
+# needs the wire quiet before it is drained (packets that come after are lost), so there the
+# limit is long enough for a close that waits out backed-off retransmission timers.
 TEARDOWN_LIMIT_S = 3.0
+VIRTUAL_TEARDOWN_LIMIT_S = 120.0
 # TCP states (include/net/tcp_states.h, as /proc/net/tcp writes them) that send nothing more of
 # their own: TIME_WAIT, CLOSE, LISTEN
 _TCP_QUIET_STATES = {"06", "07", "0A"}
@@ -300,11 +303,13 @@ def await_sessions_closed(pids: Sequence[int], limit_s: float = TEARDOWN_LIMIT_S
     stopped after this. Both ends, because the one that closes first is done before the other
     has its last ACK or SHUTDOWN COMPLETE. The seconds waited, or None if the limit came
     first."""
-    started = time.monotonic()
+    started, pause = time.monotonic(), POLL_S / 5
     while any(open_sessions(pid) for pid in pids):
         if time.monotonic() - started >= limit_s:
             return None
-        time.sleep(POLL_S / 5)
+        time.sleep(pause)
+        # a close that waits for a retransmission timer is asked less often as it goes on
+        pause = min(pause * 1.5, 5 * POLL_S)
     return time.monotonic() - started
 
 

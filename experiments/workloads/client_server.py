@@ -2,9 +2,9 @@
 and a capture of the client's interface started side by side (each costs a few hundred ms in
 the kernel), the client run to its end within the run's limit, and the capture stopped and
 moved to the run's pcap however the run went, once the client's connections and associations
-have closed (or TEARDOWN_LIMIT_S); a capture that wrote fewer packets than it was handed fails
-the run (it is redone). The capture is in immediate mode in real time and in block mode in
-virtual time (`capture_immediate`)."""
+have closed (or TEARDOWN_LIMIT_S; VIRTUAL_TEARDOWN_LIMIT_S in virtual time); a capture that
+wrote fewer packets than it was handed fails the run (it is redone). The capture is in
+immediate mode in real time and in block mode in virtual time (`capture_immediate`)."""
 from __future__ import annotations
 
 import os
@@ -52,7 +52,9 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
             # the capture ends with the sessions' closing exchanges, not in the middle of them:
             # so it holds the whole session, the next run's capture none of it, and tcpdump is
             # not handed the last packets while it stops (a run redone for nothing)
-            record["teardown_s"] = procedure.await_sessions_closed((client.pid, server.pid))
+            record["teardown_s"] = procedure.await_sessions_closed(
+                (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
+                else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
             record["capture"] = procedure.stop_capture(capture, pcap_partial,
                                                        procedure.CAPTURE_SETTLE_S,
                                                        drain=not capture_immediate())
