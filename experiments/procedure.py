@@ -318,11 +318,12 @@ def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float =
     """Stop tcpdump; its closing counts (`capture_counts`). With `settle_s`, first wait (at
     most 10 s) until the capture file has not grown for that long: tcpdump, if it has not been
     scheduled since the last packets came, still has them to write, and on SIGINT it leaves
-    what it has not read. With `drain` (a capture in block mode), first wait until it has
-    written all it was handed (`drain_capture`); the counts then say how long that took
-    (`drain_s`, -1 if the limit came first)."""
+    what it has not read. With `drain` (a capture in block mode), instead wait until it has
+    written all it was handed (`drain_capture`), which the settling cannot see (the last
+    block waits in the ring, not in tcpdump); the counts then say how long that took
+    (`drain_ms`, -1 if the limit came first)."""
     drained = drain_capture(capture) if drain else None
-    if settle_s > 0:
+    if settle_s > 0 and not drain:
         _settle(pcap, settle_s)
     stop(capture, signal.SIGINT)
     said = capture.stderr.read() if capture.stderr is not None else b""
