@@ -93,7 +93,10 @@ def test_smoke_runs_every_run_once_and_redoes_a_task_cancelled_in_mid_run(cluste
     per round on a one-node Slurm; one task is cancelled while its kernel is inside a run."""
     results, log = tmp_path / "results", tmp_path / "coordinator.log"
     ledger = results / "smoke"
-    virtual = {**cluster.env, "KERNEL": "uml-virtual"}
+    # inf-cpu: computing is free, so a point's time depends on the link and the stacks only, not
+    # on how loaded the machine was when Slurm ran it (wall-cpu charges computing as it happens:
+    # a link-bound point moved by 6% between the two runs on a loaded CI machine)
+    virtual = {**cluster.env, "KERNEL": "uml-virtual", "TESTBED_TIME_TRAVEL": "inf-cpu"}
     began = time.monotonic()
     coordinator = subprocess.Popen([PYTHON, "-m", "testbed", "run", "smoke", "--results",
                                     str(results), "--slurm"], cwd=REPO, env=virtual,
@@ -146,15 +149,13 @@ def test_smoke_runs_every_run_once_and_redoes_a_task_cancelled_in_mid_run(cluste
     # each run names the node that ran it; each batch its Slurm job and task
     meta = json.loads((ledger / "meta.json").read_text())
     assert [h["host"] for h in meta["hosts"]] == [cluster_node(cluster)]
-    assert meta["clock"].startswith("virtual")
+    assert meta["clock"] == "virtual (time-travel=inf-cpu)"
     batches = [json.loads(p.read_text()) for p in (ledger / ".work").glob("*.metadata.json")]
     assert {(job, "0")} <= {(b["slurm"]["array_job_id"], b["slurm"]["array_task_id"])
                             for b in batches}
 
     # the points where the link decides the time (200K files at loss 0) run here as well: the
-    # same columns and the same times. (10K sessions on the LAN last 0.4 s, mostly computing,
-    # which this clock charges as it happens: they vary by several percent with the machine's
-    # load, wherever they are scheduled.)
+    # same columns and the same times (in this clock, repeated runs of them agree to 0.01%)
     compared = [r for r in summary if float(r["loss"]) == 0 and r["file_size"] == "204800"]
     assert len(compared) == 5
     points = tmp_path / "link-bound-points"
@@ -175,7 +176,7 @@ def test_smoke_runs_every_run_once_and_redoes_a_task_cancelled_in_mid_run(cluste
     assert set(local_summary) == {r["point"] for r in compared}
     for ours in compared:
         theirs = float(local_summary[ours["point"]]["mean_s"])
-        assert abs(float(ours["mean_s"]) / theirs - 1) < 0.02, ours["point"]
+        assert abs(float(ours["mean_s"]) / theirs - 1) < 0.005, ours["point"]
 
 
 def cluster_node(cluster: OneNodeCluster) -> str:
