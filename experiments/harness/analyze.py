@@ -160,7 +160,7 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
     only the failed ones left to redo."""
     rows: dict[str, dict[str, Any]] = {}
     failures: list[tuple[str, BaseException]] = []
-    pool = ProcessPoolExecutor(workers, initializer=_worker_setup)
+    pool = ProcessPoolExecutor(workers, initializer=worker_setup)
     try:
         futures: dict[Future, str] = {
             pool.submit(analyse_into_cache, experiment, ledger.run_dir(run_id), record): run_id
@@ -176,7 +176,7 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
     except BaseException:
         # an interrupt: the queued runs are dropped and the running ones stopped, rather
         # than waited for; what they had not written is redone by the next run
-        _stop_pool(pool)
+        stop_pool(pool)
         raise
     else:
         pool.shutdown(wait=True)
@@ -189,7 +189,7 @@ def _in_pool(experiment: Experiment, ledger: Ledger, pending: list[tuple[str, di
     return rows
 
 
-def _worker_setup() -> None:
+def worker_setup() -> None:
     """A worker leaves Ctrl-C to the main process, which stops it. Otherwise the terminal's
     SIGINT reaches every worker too, each prints a traceback, and one caught while taking
     the next task off the queue leaves the pool waiting for it forever. It leads a process
@@ -210,7 +210,7 @@ def _signal_worker(process: Any, signum: int) -> None:
             os.kill(process.pid, signum)
 
 
-def _stop_pool(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
+def stop_pool(pool: ProcessPoolExecutor, grace_s: float = 2.0) -> None:
     """Cancel what has not started and end the workers with their tshark: SIGTERM, then
     SIGKILL after `grace_s`. A half-written analysis is never seen (the cache is written
     atomically), so nothing is lost but the runs in progress, which the next run redoes."""

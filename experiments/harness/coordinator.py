@@ -22,6 +22,7 @@ from topology.kernel.uml import stop_all
 from .. import stats
 from ..workloads.base import Point, WorkloadError
 from . import forecast, launch, slurm, stamps, tables
+from .alongside import RoundAnalysis
 from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
 from .profiles import sysctls_for
@@ -233,10 +234,11 @@ class Harness:
                             len(orders), RoundWatch(self, batches).status)
         progress.start()
         try:
-            if self.slurm:
-                errors = self.execute_on_slurm(batches, label, self.slurm)
-            else:
-                errors = self.execute_here(batches, label)
+            with RoundAnalysis(self.experiment, self.ledger, [o["id"] for o in orders]):
+                if self.slurm:
+                    errors = self.execute_on_slurm(batches, label, self.slurm)
+                else:
+                    errors = self.execute_here(batches, label)
         finally:
             progress.stop()
         for error in errors:
