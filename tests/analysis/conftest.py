@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from experiments.harness import spec
+from experiments.harness.ledger import Ledger
+
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
@@ -63,3 +66,16 @@ def results_copy(tiny_results, tmp_path) -> Path:
     copy = root / tiny_results.name
     shutil.copytree(tiny_results, copy, ignore=shutil.ignore_patterns("runs"))
     return copy
+
+
+@pytest.fixture()
+def experiment(tiny_results) -> spec.Experiment:
+    return spec.load(str(tiny_results.parent.parent / "tinyanalysis.toml"))
+
+
+@pytest.fixture()
+def ledger(tiny_results, tmp_path) -> Ledger:
+    """A private copy of the tiny experiment's runs and pcaps, its caches current."""
+    copy = tmp_path / "results" / tiny_results.name
+    shutil.copytree(tiny_results, copy)
+    return Ledger(copy)

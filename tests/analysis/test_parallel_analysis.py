@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from experiments.harness import analyze, spec, tables
+from experiments.harness import analyze, tables
 from experiments.harness.analyze import ANALYSIS, WORKERS_ENV, AnalysisError
 from experiments.harness.ledger import Ledger
-
-
-@pytest.fixture()
-def experiment(tiny_results) -> spec.Experiment:
-    return spec.load(str(tiny_results.parent.parent / "tinyanalysis.toml"))
-
-
-@pytest.fixture()
-def ledger(tiny_results, tmp_path) -> Ledger:
-    """A private copy of the tiny experiment's runs and pcaps, its caches current."""
-    copy = tmp_path / "results" / tiny_results.name
-    shutil.copytree(tiny_results, copy)
-    return Ledger(copy)
 
 
 def refuse(*_args, **_kwargs):

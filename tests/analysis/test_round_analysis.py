@@ -5,28 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 
-import pytest
-
-from experiments.harness import alongside, analyze, spec
+from experiments.harness import alongside, analyze
 from experiments.harness.analyze import ANALYSIS
 from experiments.harness.ledger import RECORD, Ledger
-
-
-@pytest.fixture()
-def experiment(tiny_results) -> spec.Experiment:
-    return spec.load(str(tiny_results.parent.parent / "tinyanalysis.toml"))
-
-
-@pytest.fixture()
-def ledger(tiny_results, tmp_path) -> Ledger:
-    copy = tmp_path / "results" / tiny_results.name
-    shutil.copytree(tiny_results, copy)
-    for cached in copy.glob(f"runs/*/{ANALYSIS}"):
-        cached.unlink()
-    return Ledger(copy)
 
 
 def await_analysed(ledger: Ledger, run_ids: list[str], limit_s: float = 120) -> None:
@@ -37,6 +20,8 @@ def await_analysed(ledger: Ledger, run_ids: list[str], limit_s: float = 120) -> 
 
 
 def test_runs_are_analysed_as_their_records_arrive(experiment, ledger, monkeypatch):
+    for cached in ledger.runs.glob(f"*/{ANALYSIS}"):
+        cached.unlink()
     records = ledger.finished()
     run_ids = sorted(records)
     assert len(run_ids) >= 4
