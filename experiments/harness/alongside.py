@@ -11,7 +11,6 @@ again later (the cache is written atomically)."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -38,9 +37,11 @@ class RoundAnalysis:
         self.thread = threading.Thread(target=self._loop, name="round-analysis", daemon=True)
 
     def __enter__(self) -> RoundAnalysis:
-        # spawned, not forked: the round's threads are running, and a fork copies their locks
-        self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_background_worker_setup)
+        # forked now, from the one thread there is before the round starts (a fork from a
+        # thread among others copies their locks), rather than at the first run: spawned, it
+        # would import the program's main module again, which for a script runs it again
+        self.pool = ProcessPoolExecutor(1, initializer=_background_worker_setup)
+        self.pool.submit(os.getpid).result()
         self.thread.start()
         return self
 

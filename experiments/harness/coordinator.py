@@ -232,15 +232,15 @@ class Harness:
         where = f"on Slurm, {len(batches)} tasks" if self.slurm else ""
         progress = Progress(f"{self.experiment.name} {label}{f' ({where})' if where else ''}",
                             len(orders), RoundWatch(self, batches).status)
-        progress.start()
-        try:
-            with RoundAnalysis(self.experiment, self.ledger, [o["id"] for o in orders]):
+        with RoundAnalysis(self.experiment, self.ledger, [o["id"] for o in orders]):
+            progress.start()
+            try:
                 if self.slurm:
                     errors = self.execute_on_slurm(batches, label, self.slurm)
                 else:
                     errors = self.execute_here(batches, label)
-        finally:
-            progress.stop()
+            finally:
+                progress.stop()
         for error in errors:
             print(f"warning: {error}", flush=True)
 

@@ -123,11 +123,13 @@ def profile(work: Path) -> Profile:
     steps = read_steps(work)
     batches = read_batches(work)
     result.batches = batches
+    rounds = [step for step in steps if step["step"].startswith("round")]
+    owners = {batch.name: _round_of(batch, rounds) for batch in batches}
     for step in steps:
         length = step["ended"] - step["started"]
         result.wall_s += length
         if step["step"].startswith("round"):
-            inside = [b for b in batches if _within(b, step)]
+            inside = [b for b in batches if owners[b.name] is step]
             cores = step["workers"] * length
             busy = sum(b.wall_s for b in inside)
             result.core_s += max(cores, busy)
@@ -140,6 +142,14 @@ def profile(work: Path) -> Profile:
             result.core_s += length
             result.phases["analysis"] += length
     return result
+
+
+def _round_of(batch: Batch, rounds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The round a batch was launched in: the latest that had started by then. With the
+    runs analysed as they finish, one round ends and the next begins within the second of
+    slack that `_within` allows, so a batch may fall within two."""
+    within = [step for step in rounds if _within(batch, step)]
+    return max(within, key=lambda step: step["started"], default=None)
 
 
 def _within(batch: Batch, step: dict[str, Any]) -> bool:
