@@ -193,6 +193,9 @@ def meta(experiment: Experiment, ledger: Ledger,
         "wake_latency_ns": sorted({b["wake_latency_ns"] for b in batches
                                    if b.get("wake_latency_ns")}),
         "kernels_seen": [{"backend": b, "kernel_release": k} for b, k in kernels],
+        # batches whose kernel had a host CPU of its own (topology/kernel/cpu_slots.py)
+        "cpu_pinning": {"pinned_batches": sum(b.get("host_cpu") is not None for b in batches),
+                        "unpinned_batches": sum(b.get("host_cpu") is None for b in batches)},
         "sysctls": first.get("sysctls"), "tools": {**first.get("tools", {}), **host_tools()},
         "profiles": {"tcp": {p: TCP_PROFILES[p] for p in experiment.tcp_profiles},
                      "common": COMMON_SYSCTLS,

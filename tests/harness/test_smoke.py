@@ -107,6 +107,8 @@ def test_meta_records_how_the_results_were_made(smoke):
     assert meta["backend"] == "uml" and meta["kernel_release"].startswith("6.1")
     assert meta["clock"] == "real"
     assert meta["wake_latency_ns"] == []  # only the wall-cpu virtual clock charges a table
+    # real time runs unpinned (topology/kernel/cpu_slots.py pins virtual-time kernels)
+    assert meta["cpu_pinning"]["pinned_batches"] == 0 < meta["cpu_pinning"]["unpinned_batches"]
     assert meta["sysctls"]["net.ipv4.tcp_congestion_control"]
     assert meta["profiles"]["tcp"]["tcp-newreno"]["net.ipv4.tcp_sack"] == "0"
     assert len(meta["testbed"]["commit"]) == 40

@@ -110,12 +110,15 @@ def test_results_and_metadata_carry_the_clock_mode(shaped, virtual_kernel):
     # the default clock charges this machine's calibrated wake-up latencies
     calibrated = wake_latency.wake_table(virtual_kernel)
     assert shaped["metadata"]["wake_latency_ns"] == calibrated.kernel_arg()
+    # with no other kernel running, it had a host CPU of its own
+    assert shaped["metadata"]["host_cpu"] in os.sched_getaffinity(0)
 
 
 def test_real_time_backend_records_a_real_clock():
     result = open_backend("uml").run([PYTHON, "-m", "topology.kernel.metadata"]).check()
     assert result.clock == "real"
     assert json.loads(result.stdout)["clock"] == "real"
+    assert json.loads(result.stdout)["host_cpu"] is None
 
 
 def test_a_sleep_takes_no_wall_time():
@@ -169,3 +172,12 @@ def test_the_kernel_build_is_cached(virtual_kernel):
     assert time.monotonic() - started < 10
     assert (virtual_kernel.parent / "config").read_text() == \
         (REPO / "topology/kernel/timetravel/uml-timetravel.config").read_text()
+
+
+def test_beats_come_thirty_times_within_the_stall_limit_and_at_most_every_10_s():
+    # a beat costs wall time per second of the kernel's clock: hours-long satellite sessions
+    # beat every 10 s; a short stall limit keeps beats frequent enough to tell a frozen clock
+    assert VirtualUmlBackend(stall_s=300).heartbeat_s() == 10
+    assert VirtualUmlBackend(stall_s=60).heartbeat_s() == 2
+    assert VirtualUmlBackend(stall_s=10).heartbeat_s() == 1
+    assert "TESTBED_HEARTBEAT_S=10" in VirtualUmlBackend(stall_s=300).boot_args("x", Path("/s"))

@@ -78,16 +78,28 @@ def wake_latency() -> str | None:
     return None if mode is None else from_kernel_arg(mode)
 
 
+def host_cpu() -> int | None:
+    """The host CPU a User-Mode Linux kernel was pinned to (topology/kernel/cpu_slots.py), None
+    when it ran unpinned or is not a User-Mode Linux."""
+    value = _kernel_arg("TESTBED_HOST_CPU")
+    return int(value) if value and value.isdigit() else None
+
+
 def _time_travel_arg() -> str | None:
     """The value of the kernel's time-travel argument ("" for a bare one), None without."""
+    return _kernel_arg("time-travel")
+
+
+def _kernel_arg(name: str) -> str | None:
+    """The value of NAME=VALUE on the kernel's command line ("" for a bare NAME), None without."""
     try:
         args = Path("/proc/cmdline").read_text().split()
     except OSError:
         return None
     for arg in args:
-        key, _, mode = arg.partition("=")
-        if key == "time-travel":
-            return mode
+        key, _, value = arg.partition("=")
+        if key == name:
+            return value
     return None
 
 
@@ -122,6 +134,7 @@ def collect() -> dict[str, Any]:
         "backend": os.environ.get("TESTBED_BACKEND", "unknown"),
         "clock": clock(),
         "wake_latency_ns": wake_latency(),
+        "host_cpu": host_cpu(),
         "kernel_release": uname.release,
         "kernel_version": uname.version,
         "kernel_config_sha256": config_sha256(),

@@ -36,7 +36,7 @@ PROBE_DELAYS = ((0.0002, 40), (0.0005, 40), (0.001, 40), (0.003, 30), (0.01, 30)
 GAPS_PER_ROUND_TRIP = 2
 ROUNDS = 2           # real and charged alternate, so a drifting host affects both alike
 MAX_POINTS = 16      # the kernel's limit
-CACHE_VERSION = 1
+CACHE_VERSION = 2   # 2: the virtual kernel pinned to a host CPU (cpu_slots)
 PROBE_TIMEOUT_S = 900.0
 
 
