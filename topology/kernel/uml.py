@@ -57,18 +57,6 @@ def owner_args() -> list[str]:
     return []
 
 
-def host_cpu_args(cpu: cpu_slots.CpuClaim | None) -> list[str]:
-    """`TESTBED_HOST_CPU=N` on the kernel's command line: its metadata names the host CPU it
-    was pinned to."""
-    return [] if cpu is None else [f"TESTBED_HOST_CPU={cpu.cpu}"]
-
-
-def cpu_fds(cpu: cpu_slots.CpuClaim | None) -> tuple[int, ...]:
-    """The claim's lock, inherited by the kernel: the CPU stays claimed while the kernel lives,
-    even past the process that started it."""
-    return () if cpu is None else (cpu.fd,)
-
-
 def scratch_root() -> Path:
     return Path(os.environ.get("TESTBED_SCRATCH", "/tmp/testbed-scratch"))
 
@@ -170,10 +158,13 @@ class UmlBackend:
         launched = time.time()
         pinning = cpu_slots.claimed() if self.pin_cpu else contextlib.nullcontext()
         with pinning as cpu, open(scratch / "console.log", "wb") as console:
-            argv = self.boot_args(instance, scratch) + host_cpu_args(cpu)
-            proc = subprocess.Popen(cpu_slots.pinned_argv(argv, cpu), stdin=subprocess.DEVNULL,
-                                    stdout=console, stderr=subprocess.STDOUT,
-                                    start_new_session=True, pass_fds=cpu_fds(cpu))
+            argv = self.boot_args(instance, scratch)
+            if cpu is not None:  # its metadata names the CPU (TESTBED_HOST_CPU)
+                argv = cpu_slots.pinned_argv([*argv, f"TESTBED_HOST_CPU={cpu.cpu}"], cpu)
+            # the kernel inherits the claim's lock: the CPU stays claimed while it lives
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    pass_fds=() if cpu is None else (cpu.fd,))
         with _running_lock:
             _running.add(proc)
         for tail in tails:
