@@ -12,7 +12,7 @@ Library (a `launch` turns an argv into a process on the node: Mininet's `node.po
     start(launch, argv, log, ready)        start a program, return once it printed `ready`
     start_capture(launch, iface, pcap)     tcpdump, return once it captures
     run(launch, argv, stdout, stderr, timeout_s)   a program to its end, within a limit
-    stop(process) / stop_capture(process, pcap)
+    stop(process) / stop_capture(process)
 
 Command line, for a node without the testbed (the playbooks): a started program or capture
 runs on in the background with its pid in DIR/NAME.pid until `stop`. A program's output goes
@@ -63,9 +63,6 @@ STOP_GRACE_S = 10.0
 CAPTURE_BUFFER_KB = 8192
 CAPTURE_BUFFER_MIN_KB = 2048
 FRAME_KB = 2
-# before a run's capture stops: a pause in which tcpdump, inside a one-CPU kernel, gets to write
-# the packets it was handed last
-CAPTURE_SETTLE_S = 0.02
 # A capture in block mode (capture_argv) is handed its last packets when the kernel retires
 # their block: tcpdump's timeout is 1 s, and the kernel retires a block on the second timer tick
 # that finds it unchanged, so within 2 s. Asked every CAPTURE_DRAIN_POLL_S.
@@ -215,7 +212,7 @@ def capture_argv(iface: str, pcap: Path, snaplen: int = 0, capture_filter: str =
     full or once it has aged (within 2 s: CAPTURE_DRAIN_LIMIT_S), so tcpdump wakes a few times
     a second instead of per packet. Inside a virtual-time kernel those wake-ups are much of a
     transfer's wall time, but in block mode the last packets wait in the ring: such a capture
-    is drained before it stops (`stop_capture(..., drain=True)`), or they are lost."""
+    is drained before it stops (`stop_capture`), or they are lost."""
     argv = ["tcpdump", "-i", iface, "-n", *(["--immediate-mode", "-U"] if immediate else []),
             "-B", str(buffer_kb), "-s", str(snaplen), "-w", str(pcap)]
     return argv + [capture_filter] if capture_filter else argv
@@ -313,23 +310,18 @@ def await_sessions_closed(pids: Sequence[int], limit_s: float = TEARDOWN_LIMIT_S
     return time.monotonic() - started
 
 
-def stop_capture(capture: subprocess.Popen[bytes], pcap: Path, settle_s: float = 0.0,
-                 drain: bool = False) -> dict[str, int]:
-    """Stop tcpdump; its closing counts (`capture_counts`). With `settle_s`, first wait (at
-    most 10 s) until the capture file has not grown for that long: tcpdump, if it has not been
-    scheduled since the last packets came, still has them to write, and on SIGINT it leaves
-    what it has not read. With `drain` (a capture in block mode), instead wait until it has
-    written all it was handed (`drain_capture`), which the settling cannot see (the last
-    block waits in the ring, not in tcpdump); the counts then say how long that took
-    (`drain_ms`, -1 if the limit came first)."""
-    drained = drain_capture(capture) if drain else None
-    if settle_s > 0 and not drain:
-        _settle(pcap, settle_s)
+def stop_capture(capture: subprocess.Popen[bytes]) -> dict[str, int]:
+    """Stop tcpdump once it has written all it was handed (`drain_capture`); its closing
+    counts (`capture_counts`), with how long the drain took (`drain_ms`, -1 if the limit came
+    first). In block mode the last block waits in the ring until the kernel retires it; in
+    immediate mode, tcpdump inside a one-CPU kernel may not have been scheduled since the last
+    packets came: either way, on SIGINT it leaves what it has not read, and the run would be
+    redone for nothing. (Not for a capture on loopback, where it discards half of them.)"""
+    drained = drain_capture(capture)
     stop(capture, signal.SIGINT)
     said = capture.stderr.read() if capture.stderr is not None else b""
     counts = capture_counts(said.decode(errors="replace"))
-    if drain:
-        counts["drain_ms"] = -1 if drained is None else round(drained * 1000)
+    counts["drain_ms"] = -1 if drained is None else round(drained * 1000)
     return counts
 
 
@@ -391,6 +383,8 @@ def capture_shortfall(counts: dict[str, int]) -> str | None:
 
 
 def _settle(path: Path, settle_s: float, limit_s: float = 10.0) -> None:
+    """Until the capture file has not grown for `settle_s` (at most `limit_s`): for a detached
+    capture (`stop --settle`), whose counts this command cannot ask for."""
     deadline, last = time.monotonic() + limit_s, -1
     while time.monotonic() < deadline:
         size = path.stat().st_size if path.exists() else 0

@@ -249,9 +249,7 @@ class BulkFlows:
             for process in [*senders.values(), *[p for _, p in receivers.values()]]:
                 procedure.stop(process)
             if capture is not None:
-                record["capture"] = procedure.stop_capture(capture, pcap_partial,
-                                                           procedure.CAPTURE_SETTLE_S,
-                                                           drain=not capture_immediate())
+                record["capture"] = procedure.stop_capture(capture)
                 if pcap_partial.exists():
                     os.replace(pcap_partial, run["pcap"])
                     record["pcap"] = run["pcap"]

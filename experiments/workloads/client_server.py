@@ -55,9 +55,7 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
             record["teardown_s"] = procedure.await_sessions_closed(
                 (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
                 else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
-            record["capture"] = procedure.stop_capture(capture, pcap_partial,
-                                                       procedure.CAPTURE_SETTLE_S,
-                                                       drain=not capture_immediate())
+            record["capture"] = procedure.stop_capture(capture)
             if pcap_partial.exists():
                 os.replace(pcap_partial, run["pcap"])
                 record["pcap"] = run["pcap"]

@@ -65,8 +65,8 @@ def session(client: Any, mgmt_if: str, work: Path, bin_dir: Path, name: str, var
             return None
     finally:
         time.sleep(1)  # whatever the session left behind (closing chunks) is captured too
-        for iface, capture in running.items():
-            procedure.stop_capture(capture, captures[iface], settle_s=0.2)
+        for capture in running.values():
+            procedure.stop_capture(capture)
 
 
 def main(work_dir: str, *bin_dirs: str) -> int:

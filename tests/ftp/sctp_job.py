@@ -65,13 +65,13 @@ class Job:
         return procedure.start_capture(self.client.popen, CLIENT_IF, SCRATCH / f"{name}.pcap")
 
     def stop_capture(self, name: str, capture: Any) -> None:
-        """Once the session's closing exchange is on the wire and the pcap stops growing
-        (tcpdump lags in this kernel); tcpdump's closing counts go to NAME.capture.json,
+        """Once the session's closing exchange is on the wire and tcpdump has written all it
+        was handed (it lags in this kernel); its closing counts go to NAME.capture.json,
         checked by the tests."""
         pcap = SCRATCH / f"{name}.pcap"
         # a close still under way as tcpdump stops is handed to it but not written
         procedure.await_sessions_closed((self.client.pid, self.path.server.pid), TEARDOWN_LIMIT_S)
-        counts = procedure.stop_capture(capture, pcap, settle_s=0.2)
+        counts = procedure.stop_capture(capture)
         (self.work / f"{name}.capture.json").write_text(json.dumps(counts))
         shutil.move(pcap, self.work / f"{name}.pcap")
 

@@ -73,6 +73,7 @@ def test_every_run_was_verified_and_timed_from_its_pcap(smoke):
         assert record["capture_mode"] == "immediate"
         capture = record["capture"]
         assert capture["captured"] == capture["received"] > 0 and capture["dropped"] == 0
+        assert capture["drain_ms"] >= 0  # asked before it stopped, and it had read them all
 
 
 def test_pcap_and_client_times_agree(smoke):

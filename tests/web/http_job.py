@@ -59,7 +59,7 @@ class Job:
             # a close still under way as tcpdump stops is handed to it but not written
             procedure.await_sessions_closed((self.path.client.pid, self.path.server.pid),
                                             TEARDOWN_LIMIT_S)
-            counts = procedure.stop_capture(capture, pcap, settle_s=0.2)
+            counts = procedure.stop_capture(capture)
             (self.work / f"{name}.capture.json").write_text(json.dumps(counts))
             shutil.move(pcap, self.work / f"{name}.pcap")
         self.save()
