@@ -54,6 +54,12 @@ def test_pinning_can_be_turned_off(locks, monkeypatch):
     assert cpu_slots.pinned_argv(["linux.uml"], None) == ["linux.uml"]
 
 
+def test_a_machine_without_taskset_runs_its_kernels_unpinned(locks, monkeypatch):
+    monkeypatch.setenv("PATH", str(locks.parent / "empty"))  # nowhere to find taskset
+    assert cpu_slots.claim() is None
+    assert not locks.exists() or not list(locks.iterdir())  # and no CPU was taken for it
+
+
 def test_the_pinned_argv_runs_on_the_claimed_cpu(locks):
     with cpu_slots.claimed() as held:
         argv = cpu_slots.pinned_argv(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,8 +54,9 @@ def _try_lock(path: Path) -> int | None:
 
 
 def claim() -> CpuClaim | None:
-    """The first CPU this process may use that no other kernel holds, or None."""
-    if not enabled():
+    """The first CPU this process may use that no other kernel holds, or None (also where
+    taskset, which starts the kernel on it, is missing: the kernel then runs unpinned)."""
+    if not enabled() or shutil.which("taskset") is None:
         return None
     directory = lock_dir()
     try:
