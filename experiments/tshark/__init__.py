@@ -2,6 +2,7 @@
 
     fields(pcap, [field, ...], filter)   rows of tshark's field output
     frames(pcap, filter)                 raw frames with their capture time
+    bpf.py                               raw frames that a BPF filter keeps, without tshark
     ftp.py                               FTP control channels, the Lua dissector's FTP over SCTP
     transport.py                         connections, retransmissions, time-sequences, per-flow
                                          delivered bytes"""

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import SCTP_OPTIONS, fields, is_true, values
-from .transport import sctp_data_chunks
+from . import SCTP_OPTIONS, bpf, fields, is_true, values
+from .transport import parse_sctp_frame
 
 FTP_PORT = 21
 DATA_SETUP_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "NLST")
@@ -38,28 +38,39 @@ def control_channel(pcap: Path, transport: str) -> ControlChannel:
     return _sctp_control(pcap)
 
 
-def _session_stream(pcap: Path) -> str | None:
-    """The tshark stream number of the session's control connection: the first one the client
-    opens to the FTP port. On a lossy path the previous session's connections can still be
-    closing (FIN retransmissions) when the next capture starts; they are not this session."""
-    rows = fields(pcap, ["tcp.stream", "tcp.dstport", "tcp.flags.syn", "tcp.flags.ack"], "tcp")
-    return next((stream for stream, port, syn, ack in rows
+def _session_tcp_port(pcap: Path) -> str | None:
+    """The client's port of the session's control connection: the first one the client opens
+    to the FTP port. On a lossy path the previous session's connections can still be closing
+    (FIN retransmissions) when the next capture starts; they are not this session."""
+    rows = fields(pcap, ["tcp.srcport", "tcp.dstport", "tcp.flags.syn", "tcp.flags.ack"], "tcp")
+    return next((sport for sport, port, syn, ack in rows
                  if port == str(FTP_PORT) and is_true(syn) and not is_true(ack)), None)
 
 
 def _tcp_control(pcap: Path) -> ControlChannel:
-    stream = _session_stream(pcap)
-    only = f" && tcp.stream == {stream}" if stream is not None else ""
-    rows = fields(pcap, ["frame.time_epoch", "tcp.srcport", "tcp.seq_raw", "tcp.payload"],
-                  f"tcp.port == {FTP_PORT} && tcp.len > 0{only}")
-    server = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
-              if int(port) == FTP_PORT]
-    client = [(float(t), int(s), bytes.fromhex(p)) for t, port, s, p in rows
-              if int(port) != FTP_PORT]
+    port = _session_tcp_port(pcap)
+    only = f" and tcp port {port}" if port is not None else ""
+    segments = [(time_s, *_tcp_segment(frame))
+                for time_s, frame in bpf.packets(pcap, f"tcp port {FTP_PORT}{only}")]
+    server = [(t, seq, data) for t, src_port, seq, data in segments
+              if data and src_port == FTP_PORT]
+    client = [(t, seq, data) for t, src_port, seq, data in segments
+              if data and src_port != FTP_PORT]
     channel = ControlChannel()
     channel.replies, channel.reply_texts = _replies(_in_order_lines(server, received=True))
     channel.commands = _commands(_in_order_lines(client, received=False))
     return channel
+
+
+def _tcp_segment(frame: bytes) -> tuple[int, int, bytes]:
+    """(source port, raw sequence number, the payload the capture holds) of an Ethernet II,
+    IPv4 TCP frame; the payload ends where the IP packet does (a short frame is padded)."""
+    ip = 14
+    end = ip + int.from_bytes(frame[ip + 2:ip + 4], "big")
+    tcp = ip + (frame[ip] & 0x0F) * 4
+    payload = tcp + (frame[tcp + 12] >> 4) * 4
+    return (int.from_bytes(frame[tcp:tcp + 2], "big"),
+            int.from_bytes(frame[tcp + 4:tcp + 8], "big"), frame[payload:end])
 
 
 def _in_order_lines(segments: list[tuple[float, int, bytes]], received: bool
@@ -96,14 +107,26 @@ def _session_sctp_port(pcap: Path) -> str | None:
                  if dport == str(FTP_PORT) and "1" in values(types)), None)
 
 
+# BPF (at the IP header; `ip[...]` takes a computed offset, `sctp[...]` does not): a packet
+# that may carry a DATA chunk of stream 0, the control channel's. It drops the packets whose
+# one chunk is anything else, the multistreamed variants' file data and SACKs among them; a
+# packet whose first chunk is followed by others is kept, the display filter looks inside.
+# The first chunk's header is at most 58 bytes into the frame, within any snaplen allowed.
+_SCTP = "((ip[0] & 0xf) << 2)"
+_MAY_CARRY_STREAM_0 = (
+    f"((ip[{_SCTP} + 12] == 0 and ip[{_SCTP} + 20:2] == 0)"              # DATA, stream 0
+    f" or ((ip[{_SCTP} + 14:2] + 3) & 0xfffc) + 12 + {_SCTP} != ip[2:2])")  # bundled
+
+
 def _sctp_control(pcap: Path) -> ControlChannel:
     first_copy: dict[tuple[bool, int], tuple[float, bytes]] = {}
     port = _session_sctp_port(pcap)
-    only = f" && sctp.port == {port}" if port is not None else ""
-    for time_s, src_port, chunks in sctp_data_chunks(
-            pcap, f"sctp.port == {FTP_PORT} && sctp.data_sid == 0{only}"):
-        from_server = src_port == FTP_PORT
-        for chunk in chunks:
+    only = f" and sctp port {port}" if port is not None else ""
+    for time_s, frame in bpf.packets(pcap, f"sctp port {FTP_PORT}{only} and "
+                                           f"{_MAY_CARRY_STREAM_0}"):
+        sctp = parse_sctp_frame(frame)
+        from_server = sctp.src_port == FTP_PORT
+        for chunk in sctp.chunks:
             key = (from_server, chunk.ssn)
             if chunk.sid == 0 and key not in first_copy:  # a retransmitted copy changes nothing
                 first_copy[key] = (time_s, chunk.payload)

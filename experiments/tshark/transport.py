@@ -35,22 +35,12 @@ class SctpFrame:
     types: list[int] = field(default_factory=list)   # every chunk's type, in order
 
 
-def sctp_data_chunks(pcap: Path, display_filter: str
-                     ) -> list[tuple[float, int, list[DataChunk]]]:
-    """(time, source port, DATA chunks) of every matching packet, read from the raw frame:
-    tshark's per-field output cannot pair a bundled chunk with its payload when another chunk
-    in the packet is a message fragment, and does not dissect the chunks of a packet cut
-    short by the capture's snaplen at all."""
-    return [(time_s, frame.src_port, frame.chunks)
-            for time_s, frame in sctp_frames(pcap, display_filter)]
-
-
 def sctp_frames(pcap: Path, display_filter: str) -> list[tuple[float, SctpFrame]]:
-    return [(time_s, _parse_sctp_frame(frame))
+    return [(time_s, parse_sctp_frame(frame))
             for time_s, frame in frames(pcap, display_filter, SCTP_OPTIONS)]
 
 
-def _parse_sctp_frame(frame: bytes) -> SctpFrame:
+def parse_sctp_frame(frame: bytes) -> SctpFrame:
     ip = 14  # Ethernet II, as on the testbed's veth links
     sctp = ip + (frame[ip] & 0x0F) * 4
     src = ".".join(str(b) for b in frame[ip + 12:ip + 16])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.tshark.transport import DataChunk, _parse_sctp_frame, _tsns_to_bytes
+from experiments.tshark.transport import DataChunk, _tsns_to_bytes, parse_sctp_frame
 from experiments.workloads.bulk_flows import (
     Settings,
     count_timeouts,
@@ -54,7 +54,7 @@ def test_a_cut_short_sctp_frame_still_gives_its_chunk_header():
     common = (40000).to_bytes(2, "big") + (5001).to_bytes(2, "big") + bytes(8)
     data = bytes([0, 0x03]) + (1488 + 16).to_bytes(2, "big") + (77).to_bytes(4, "big") \
         + bytes(8) + b"payload..."
-    frame = _parse_sctp_frame(ethernet + ip + common + data)     # 128 bytes of 1550 captured
+    frame = parse_sctp_frame(ethernet + ip + common + data)     # 128 bytes of 1550 captured
     assert (frame.dst, frame.src_port, frame.dst_port) == ("10.2.1.1", 40000, 5001)
     assert [(c.tsn, c.length, c.ends_message) for c in frame.chunks] == [(77, 1488, True)]
 

@@ -1,7 +1,9 @@
 """The analyses' shared tshark pass (experiments/tshark, SHARED_PASSES) on a capture made for
 the purpose: every reading of TCP or SCTP fields from it returns what a pass of its own would,
 one tshark process serves them all, a capture written again is read again, and the FTP
-session's first connection and association are found as the display filters found them."""
+session's first connection and association are found as the display filters found them. The
+control channel is read from the frames a BPF filter keeps, which are the ones tshark's
+display filters find, less the SCTP packets that hold no chunk of stream 0."""
 from __future__ import annotations
 
 import struct
@@ -34,8 +36,8 @@ def sctp(src: bytes, dst: bytes, sport: int, dport: int, chunks: bytes) -> bytes
 INIT = struct.pack(">BBHIIHHI", 1, 0, 20, 99, 65536, 10, 10, 1000)
 
 
-def data_chunk(tsn: int, sid: int, payload: bytes) -> bytes:
-    chunk = struct.pack(">BBHIHHI", 0, 3, 16 + len(payload), tsn, sid, 0, 0) + payload
+def data_chunk(tsn: int, sid: int, payload: bytes, ssn: int = 0) -> bytes:
+    chunk = struct.pack(">BBHIHHI", 0, 3, 16 + len(payload), tsn, sid, ssn, 0) + payload
     return chunk + b"\0" * (-len(chunk) % 4)
 
 
@@ -97,8 +99,61 @@ def test_one_tshark_process_serves_them_all_until_the_capture_changes(capture, m
 
 
 def test_the_session_s_first_connection_and_association_are_found(capture):
-    assert ftp._session_stream(capture) == "1"
+    assert ftp._session_tcp_port(capture) == "40001"
     assert ftp._session_sctp_port(capture) == "50001"
-    assert ftp._session_stream(capture) == tshark._fields(
-        capture, ["tcp.stream"], "tcp.dstport == 21 && tcp.flags.syn == 1 && "
+    assert ftp._session_tcp_port(capture) == tshark._fields(
+        capture, ["tcp.srcport"], "tcp.dstport == 21 && tcp.flags.syn == 1 && "
         "tcp.flags.ack == 0", ())[0][0]
+
+
+SACK = struct.pack(">BBHIIHH", 3, 0, 16, 1000, 65536, 0, 0)
+CONTROL_FRAMES = [
+    *FRAMES,
+    sctp(CLIENT, SERVER, 50001, 21, SACK),                                  # a SACK alone
+    sctp(SERVER, CLIENT, 21, 50001, data_chunk(1002, 1, b"y" * 1000)),     # file data alone
+    sctp(SERVER, CLIENT, 21, 50001, data_chunk(1003, 1, b"z" * 9)          # file data first,
+         + data_chunk(1004, 0, b"150 here\r\n", ssn=1)),                  # a reply bundled
+    sctp(SERVER, CLIENT, 21, 50001,
+         data_chunk(1005, 0, b"226 done\r\n", ssn=2)),                    # a reply alone
+    sctp(SERVER, CLIENT, 21, 50000, data_chunk(7, 0, b"421 other\r\n")),   # not the session
+    tcp(SERVER, CLIENT, 21, 40001, 512, PSH_ACK, b"150 here\r\n"),
+    tcp(CLIENT, SERVER, 40001, 21, 102, PSH_ACK, b"NLST\r\n"),
+    tcp(SERVER, CLIENT, 21, 40002, 70, PSH_ACK, b"421 other\r\n"),          # not the session
+    tcp(SERVER, CLIENT, 21, 40001, 521, ACK | 0x01),                       # FIN, no payload
+]
+
+
+@pytest.fixture
+def control_capture(tmp_path: Path) -> Path:
+    pcap = tmp_path / "control.pcap"
+    write_pcap(pcap, CONTROL_FRAMES)
+    return pcap
+
+
+def test_the_bpf_reader_returns_the_frames_and_times_tshark_does(control_capture):
+    for bpf, display_filter in (("tcp port 21 and tcp port 40001",
+                                 "tcp.port == 21 && tcp.port == 40001"),
+                                ("sctp", "sctp")):
+        assert ftp.bpf.packets(control_capture, bpf) == \
+            tshark.frames(control_capture, display_filter)
+
+
+def test_the_sctp_prefilter_keeps_every_frame_with_a_stream_0_chunk_and_drops_the_rest(
+        control_capture):
+    kept = ftp.bpf.packets(control_capture, f"sctp and {ftp._MAY_CARRY_STREAM_0}")
+    wanted = tshark.frames(control_capture, "sctp.data_sid == 0", tshark.SCTP_OPTIONS)
+    assert set(wanted) <= set(kept)
+    dropped = {frame for frame in CONTROL_FRAMES if frame[23] == 132} - {f for _, f in kept}
+    # the INITs, the SACK and the file data alone: one chunk each, none of stream 0
+    assert dropped == {CONTROL_FRAMES[i] for i in (6, 7, 9, 10)}
+
+
+@pytest.mark.parametrize("transport", ["tcp", "sctp"])
+def test_the_control_channel_is_the_session_s_replies_and_commands(control_capture, transport):
+    channel = ftp.control_channel(control_capture, transport)
+    assert [code for code, _ in channel.replies] == [220, 150] + ([226] if transport == "sctp"
+                                                                   else [])
+    if transport == "tcp":
+        assert [verb for verb, _ in channel.commands] == ["NLST"]
+        assert [t for _, t in channel.replies] == [1004.0, 1014.0]  # the frames' capture times
+
