@@ -316,20 +316,26 @@ def stop_capture(capture: subprocess.Popen[bytes]) -> dict[str, int]:
     first). In block mode the last block waits in the ring until the kernel retires it; in
     immediate mode, tcpdump inside a one-CPU kernel may not have been scheduled since the last
     packets came: either way, on SIGINT it leaves what it has not read, and the run would be
-    redone for nothing. (Not for a capture on loopback, where it discards half of them.)"""
+    redone for nothing. (Not for a capture on loopback, where it discards half of them.)
+    The drain comes after the run's sessions have closed, so what the kernel hands tcpdump
+    after it is not the run's (a neighbour probe, a stray retransmission of a closed
+    connection's FIN): `after_drain` counts it, and unread it is no shortfall."""
     drained = drain_capture(capture)
     stop(capture, signal.SIGINT)
     said = capture.stderr.read() if capture.stderr is not None else b""
     counts = capture_counts(said.decode(errors="replace"))
-    counts["drain_ms"] = -1 if drained is None else round(drained * 1000)
+    counts["drain_ms"] = -1 if drained is None else round(drained[0] * 1000)
+    if drained is not None and "received" in counts:
+        counts["after_drain"] = max(0, counts["received"] - drained[1])
     return counts
 
 
 def drain_capture(capture: subprocess.Popen[bytes], limit_s: float = CAPTURE_DRAIN_LIMIT_S
-                  ) -> float | None:
+                  ) -> tuple[float, int] | None:
     """Wait until tcpdump has written every packet the kernel handed it (not for a capture on
     loopback, where it discards half of them): asked with SIGUSR1, on which it prints its
-    counts and goes on. The seconds waited, or None if the limit came first."""
+    counts and goes on. The seconds waited and the packets it had written by then, or None if
+    the limit came first."""
     assert capture.stderr is not None
     stream, said = capture.stderr.fileno(), ""
     started = time.monotonic()
@@ -338,7 +344,7 @@ def drain_capture(capture: subprocess.Popen[bytes], limit_s: float = CAPTURE_DRA
         said += _read_line(stream, limit_s)
         counts = capture_counts(said)
         if counts.get("captured", -1) >= counts.get("received", 0):
-            return time.monotonic() - started
+            return time.monotonic() - started, counts["captured"]
         time.sleep(CAPTURE_DRAIN_POLL_S)
     return None
 
@@ -376,7 +382,8 @@ def capture_shortfall(counts: dict[str, int]) -> str | None:
     itself discards the outgoing copy of each packet it was handed.)"""
     if counts.get("dropped"):
         return f"the capture dropped {counts['dropped']} packets (tcpdump's buffer was full)"
-    if "captured" in counts and counts["captured"] < counts.get("received", 0):
+    if "captured" in counts and (counts["captured"] < counts.get("received", 0)
+                                 - counts.get("after_drain", 0)):
         return (f"the capture wrote {counts['captured']} of the {counts['received']} packets "
                 "it was handed: tcpdump stopped before reading the last ones")
     return None

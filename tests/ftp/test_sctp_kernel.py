@@ -94,7 +94,8 @@ def opened(pcap, by=CLIENT_IP):
     """(TCP connections, SCTP associations) opened by host `by` (default the
     client): distinct port pairs of its SYNs and INIT chunks."""
     counts = json.loads(pcap.with_suffix(".capture.json").read_text())
-    assert counts.get("dropped") == 0 and counts["captured"] == counts["received"] > 0, counts
+    assert counts.get("dropped") == 0 and counts["captured"] > 0, counts
+    assert counts["received"] - counts["after_drain"] <= counts["captured"], counts
     r = subprocess.run(["tshark", "-r", str(pcap), "-Y",
                         f"ip.src=={by} && ((tcp.flags.syn==1 && tcp.flags.ack==0)"
                         " || sctp.chunk_type==1)",

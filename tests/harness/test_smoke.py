@@ -72,7 +72,10 @@ def test_every_run_was_verified_and_timed_from_its_pcap(smoke):
         # real time it was woken for each
         assert record["capture_mode"] == "immediate"
         capture = record["capture"]
-        assert capture["captured"] == capture["received"] > 0 and capture["dropped"] == 0
+        assert capture["dropped"] == 0 and capture["captured"] > 0
+        # all it was handed, but for what came after the drain (after the sessions' close)
+        assert capture["received"] - capture["after_drain"] <= capture["captured"] \
+            <= capture["received"]
         assert capture["drain_ms"] >= 0  # asked before it stopped, and it had read them all
 
 

@@ -24,6 +24,14 @@ def test_packets_handed_to_tcpdump_but_not_written_fail_the_capture():
     assert "dropped 3 packets" in procedure.capture_shortfall(full)
 
 
+def test_packets_handed_after_the_drain_are_not_the_run_s_and_no_shortfall():
+    # the drain found all 60 written; one more came after it and was left unread
+    late = {"captured": 60, "received": 61, "dropped": 0, "after_drain": 1}
+    assert procedure.capture_shortfall(late) is None
+    # but one of the packets before the drain missing is
+    assert "59 of the 61" in procedure.capture_shortfall({**late, "captured": 59})
+
+
 def test_the_ring_fits_the_path_and_an_unlimited_one_keeps_8_mb():
     # a second of an 11 Mbit/s path's full-size packets and their acknowledgements, 2 KB each
     assert procedure.capture_buffer_kb([11_000_000, 11_000_000]) == 2750
