@@ -36,13 +36,14 @@ the sender had to wait for because its congestion or receive window was full (`w
 data about a round trip later), or else `application` (the sender had nothing to send)."""
 from __future__ import annotations
 
+import bisect
 import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..tshark.flows import Flow, client_flows
+from ..tshark.flows import Arrival, Flow, client_flows
 from ..tshark.ftp import FTP_PORT, ControlChannel
 
 PHASES = ("gap", "request", "setup", "data", "close", "reply")
@@ -98,12 +99,12 @@ def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_i
     sources = (_block_mode_sources(flows, transfers, block_payload) if block_payload
                else _sources(flows, transfers))
     completions = [t for code, t in channel.replies if code == 226]
-    slices, edge = [], start_s
+    slices, edge, new_arrivals = [], start_s, _NewArrivals()
     for item, (name, first_command, size) in enumerate(transfers):
         if item >= len(completions) or item >= len(sources) or size is None:
             break
         source = sources[item]
-        arrivals = _arrivals(source)
+        arrivals = new_arrivals.of(source)
         last_data = arrivals[-1][0] if arrivals else None
         # a transfer complete before its slice could start (its bytes queued behind an
         # earlier one's lost chunk on the same stream, or the listing at E1's start) has a
@@ -180,12 +181,35 @@ def _block_mode_sources(flows: list[Flow], transfers: list[tuple[str, float, int
     return out if received == offset else []
 
 
-def _arrivals(source: _Source) -> list[tuple[float, bool]]:
-    """(time, whether a retransmission) of every arrival that brought new bytes of the
-    transfer."""
-    return [(a.time_s, a.retransmission) for a in source.flow.arrivals
-            if a.new and a.stream == source.stream and a.offset < source.end
-            and a.offset + a.length > source.first]
+class _NewArrivals:
+    """The arrivals that brought new bytes, per flow and stream, ordered by offset, so that a
+    transfer's are found by bisection: E1's multistreamed sessions carry 100 files on one
+    association, and a scan of its 75,000 chunks for each file was a fifth of the run's
+    analysis."""
+
+    def __init__(self) -> None:
+        self._index: dict[tuple[int, int], tuple[list[int], list[tuple[int, Arrival]], int]] = {}
+
+    def of(self, source: _Source) -> list[tuple[float, bool]]:
+        """(time, whether a retransmission) of every arrival that brought new bytes of the
+        transfer, in capture order."""
+        offsets, new, longest = self._stream(source.flow, source.stream)
+        # an arrival overlaps [first, end) when offset < end and offset + length > first, so
+        # its offset is above first - longest
+        low = bisect.bisect_left(offsets, source.first - longest + 1)
+        high = bisect.bisect_left(offsets, source.end)
+        hits = sorted((n, a) for n, a in new[low:high] if a.offset + a.length > source.first)
+        return [(a.time_s, a.retransmission) for _, a in hits]
+
+    def _stream(self, flow: Flow, stream: int
+                ) -> tuple[list[int], list[tuple[int, Arrival]], int]:
+        key = (id(flow), stream)
+        if key not in self._index:
+            new = sorted(((n, a) for n, a in enumerate(flow.arrivals)
+                          if a.new and a.stream == stream), key=lambda item: item[1].offset)
+            self._index[key] = ([a.offset for _, a in new], new,
+                                max((a.length for _, a in new), default=0))
+        return self._index[key]
 
 
 def _cut(start: float, end: float, first_command: float, source: _Source,
