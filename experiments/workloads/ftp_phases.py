@@ -99,12 +99,12 @@ def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_i
     sources = (_block_mode_sources(flows, transfers, block_payload) if block_payload
                else _sources(flows, transfers))
     completions = [t for code, t in channel.replies if code == 226]
-    slices, edge, new_arrivals = [], start_s, _NewArrivals()
+    slices, edge, index = [], start_s, _FlowIndex()
     for item, (name, first_command, size) in enumerate(transfers):
         if item >= len(completions) or item >= len(sources) or size is None:
             break
         source = sources[item]
-        arrivals = new_arrivals.of(source)
+        arrivals = index.of(source)
         last_data = arrivals[-1][0] if arrivals else None
         # a transfer complete before its slice could start (its bytes queued behind an
         # earlier one's lost chunk on the same stream, or the listing at E1's start) has a
@@ -112,7 +112,7 @@ def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_i
         end = max(completions[item], last_data or completions[item], edge)
         phases = _cut(edge, end, first_command, source, arrivals)
         data_from = end - phases["data"] - phases["close"] - phases["reply"]
-        stalls = _within(_stalls(source, arrivals, rtt_s, rto_floor_s), data_from,
+        stalls = _within(_stalls(source, arrivals, rtt_s, rto_floor_s, index), data_from,
                          data_from + phases["data"])
         slices.append(Slice(item, name, edge, end, phases, stalls))
         edge = end
@@ -181,14 +181,24 @@ def _block_mode_sources(flows: list[Flow], transfers: list[tuple[str, float, int
     return out if received == offset else []
 
 
-class _NewArrivals:
+class _Times:
+    """Capture times in capture order; `ordered` when they never go back (a capture's clock
+    can, by a hair, between packets stamped on different CPUs), so that they can be bisected."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+        self.ordered = all(a <= b for a, b in zip(values, values[1:], strict=False))
+
+
+class _FlowIndex:
     """The arrivals that brought new bytes, per flow and stream, ordered by offset, so that a
-    transfer's are found by bisection: E1's multistreamed sessions carry 100 files on one
-    association, and a scan of its 75,000 chunks for each file was a fifth of the run's
-    analysis."""
+    transfer's are found by bisection; and the stream's arrival and ack times, read once for
+    all its stalls. E1's multistreamed sessions carry 100 files on one association, and a scan
+    of its 75,000 chunks for each file was a fifth of the run's analysis."""
 
     def __init__(self) -> None:
         self._index: dict[tuple[int, int], tuple[list[int], list[tuple[int, Arrival]], int]] = {}
+        self._times: dict[tuple[int, int], _Times] = {}
 
     def of(self, source: _Source) -> list[tuple[float, bool]]:
         """(time, whether a retransmission) of every arrival that brought new bytes of the
@@ -200,6 +210,19 @@ class _NewArrivals:
         high = bisect.bisect_left(offsets, source.end)
         hits = sorted((n, a) for n, a in new[low:high] if a.offset + a.length > source.first)
         return [(a.time_s, a.retransmission) for _, a in hits]
+
+    def times(self, flow: Flow, stream: int) -> _Times:
+        """The capture times of every arrival of a flow's stream."""
+        key = (id(flow), stream)
+        if key not in self._times:
+            self._times[key] = _Times([a.time_s for a in flow.arrivals if a.stream == stream])
+        return self._times[key]
+
+    def acks(self, flow: Flow) -> _Times:
+        key = (id(flow), -1)
+        if key not in self._times:
+            self._times[key] = _Times(flow.acks)
+        return self._times[key]
 
     def _stream(self, flow: Flow, stream: int
                 ) -> tuple[list[int], list[tuple[int, Arrival]], int]:
@@ -234,17 +257,14 @@ def _cut(start: float, end: float, first_command: float, source: _Source,
 
 
 def _stalls(source: _Source, arrivals: list[tuple[float, bool]], rtt_s: float,
-            rto_floor_s: float) -> list[Stall]:
+            rto_floor_s: float, index: _FlowIndex) -> list[Stall]:
     out: list[Stall] = []
-    acks = source.flow.acks
-    data_times: list[float] = []   # the stream's arrivals, read only once a stall needs them
     for (before, _), (after, retransmission) in zip(arrivals, arrivals[1:], strict=False):
         if after - before <= rtt_s:
             continue
-        if not data_times:
-            data_times = [a.time_s for a in source.flow.arrivals if a.stream == source.stream]
-        out.append(Stall(before, after, _ended_by(retransmission, acks, data_times, before,
-                                                  after, rtt_s, rto_floor_s)))
+        out.append(Stall(before, after, _ended_by(
+            retransmission, index.acks(source.flow), index.times(source.flow, source.stream),
+            before, after, rtt_s, rto_floor_s)))
     return out
 
 
@@ -266,16 +286,32 @@ def _ended_by(retransmission: bool, acks: list[float], data_times: list[float], 
     had waited for it: its window was full); else the sender itself."""
     if retransmission:
         return "timeout" if end - start >= rto_floor_s else "fast_retransmit"
-    inside = [t for t in acks if start <= t < end]
-    if not inside:
+    last_ack = _last_within(acks, start, end)
+    if last_ack is None:
         return "application"
-    last_ack = inside[-1]
-    data_before = max((t for t in data_times if t <= last_ack), default=start)
+    data_before = _latest_until(data_times, last_ack, start)
     if last_ack - data_before > DELAYED_ACK_S:
         return "delayed_ack"
     if end - last_ack <= WINDOW_WAIT * rtt_s:
         return "window"
     return "application"
+
+
+def _last_within(times: _Times, start: float, end: float) -> float | None:
+    """The last (in capture order) of the times in [start, end)."""
+    if times.ordered:
+        at = bisect.bisect_left(times.values, end)
+        return times.values[at - 1] if at and times.values[at - 1] >= start else None
+    inside = [t for t in times.values if start <= t < end]
+    return inside[-1] if inside else None
+
+
+def _latest_until(times: _Times, until: float, default: float) -> float:
+    """The latest of the times at or before `until`, or `default`."""
+    if times.ordered:
+        at = bisect.bisect_right(times.values, until)
+        return times.values[at - 1] if at else default
+    return max((t for t in times.values if t <= until), default=default)
 
 
 # -- what a run keeps ------------------------------------------------------------------------------
