@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from topology.kernel import BACKEND_NAMES, BackendError
+from topology.kernel.uml import exit_on_sigterm
 from topology.params import ParameterError
 
 from . import fanout, launch, merge, slurm, spec, wall_profile
@@ -106,6 +107,7 @@ def handle_batch(args: argparse.Namespace) -> int:
     if not args.batch_file.is_file():
         raise HarnessError(f"{args.batch_file}: no such batch file")
     launch.annotate(args.batch_file, args.host)
+    exit_on_sigterm()  # a cancelled Slurm task takes its kernel with it
     error = launch.run_batch_file(args.batch_file, args.kernel)
     if error:
         raise HarnessError(f"{args.batch_file.name}: {error}")

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.conftest import default_sigint
+from tests.conftest import default_sigint, stray_kernels
 from tests.slurm.cluster import OneNodeCluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -206,6 +206,8 @@ def test_interrupt_cancels_its_own_job_only(cluster, tmp_path):
     assert "interrupted" in log.read_text()
     wait_for(lambda: not any(line.startswith(f"{job}") for line in cluster.squeue()), 60,
              f"job {job} gone from the queue")
+    # the cancelled task took its kernel with it (which runs in a session of its own)
+    wait_for(lambda: stray_kernels() == [], 30, "no kernel of the cancelled task left")
     assert any(line.startswith(f"{other_id} ") for line in cluster.squeue()), \
         "a job the harness did not submit was touched"
     subprocess.run(["scancel", other_id], env=cluster.env, check=True)

@@ -40,8 +40,29 @@ def stop_all() -> None:
         _kill_group(proc)
 
 
-# Whatever way this process ends (short of SIGKILL), its kernels end with it.
+def kill_all() -> None:
+    """SIGKILL every kernel this process started that is still running, at once: for a process
+    being cancelled, which has no time to let them halt. Called from a signal handler, so it
+    takes no lock (the handler may have interrupted the thread that holds it)."""
+    for proc in list(_running):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+# Whatever way this process ends (short of SIGKILL, and SIGTERM where no handler turns it into
+# an exit: `exit_on_sigterm`), its kernels end with it.
 atexit.register(stop_all)
+
+
+def exit_on_sigterm() -> None:
+    """From now on SIGTERM kills this process's kernels and exits (status 143), so that its
+    cleanup runs. By default SIGTERM ends Python at once, and a kernel, in a session of its
+    own, outlives it: a Slurm task cancelled (SIGTERM, then SIGKILL) left one behind."""
+    def cancelled(signum: int, _frame: object) -> None:
+        kill_all()
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, cancelled)
 
 
 OWNER_ENV = "TESTBED_OWNER"
