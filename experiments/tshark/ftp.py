@@ -110,7 +110,7 @@ def _session_sctp_port(pcap: Path) -> str | None:
 # BPF (at the IP header; `ip[...]` takes a computed offset, `sctp[...]` does not): a packet
 # that may carry a DATA chunk of stream 0, the control channel's. It drops the packets whose
 # one chunk is anything else, the multistreamed variants' file data and SACKs among them; a
-# packet whose first chunk is followed by others is kept, the display filter looks inside.
+# packet whose first chunk is followed by others is kept, and its chunks are read below.
 # The first chunk's header is at most 58 bytes into the frame, within any snaplen allowed.
 _SCTP = "((ip[0] & 0xf) << 2)"
 _MAY_CARRY_STREAM_0 = (
