@@ -35,7 +35,7 @@ SHARED_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                  "tcp.len", "tcp.analysis.retransmission", "tcp.analysis.initial_rtt")),
     "sctp": (SCTP_OPTIONS, ("frame.time_epoch", "ip.src", "sctp.srcport", "sctp.dstport",
                             "sctp.chunk_type", "sctp.chunk_length", "sctp.data_tsn_raw",
-                            "sctp.data_sid", "sctp.data_tsn", "sctp.init_initiate_tag")),
+                            "sctp.data_sid", "sctp.init_initiate_tag")),
 }
 
 

@@ -173,7 +173,7 @@ def _sctp_flows(pcap: Path, client_ip: str, whole_packets: bool) -> list[Flow]:
             continue
         tracker = trackers.setdefault(key, TsnTracker())
         for chunk in chunks:
-            new = chunk.tsn not in tracker.first_seen
+            new = tracker.is_new(chunk.tsn)
             again = tracker.see(chunk.tsn, time_s) is not None
             flow.arrivals.append(Arrival(time_s, chunk.sid, 0, chunk.length, new, again,
                                          chunk.tsn))

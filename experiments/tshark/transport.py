@@ -64,26 +64,46 @@ def parse_sctp_frame(frame: bytes) -> SctpFrame:
     return SctpFrame(src_port, dst, dst_port, chunks, src, types)
 
 
+TSN_SPACE = 1 << 32
+
+
 class TsnTracker:
-    """The DATA chunks of one direction of one association, in capture order."""
+    """The DATA chunks of one direction of one association, in capture order. TSNs are taken
+    relative to the first one captured, in serial-number arithmetic: a chunk sent before that
+    one (its first copy lost) counts below it, and an association whose TSNs wrap past 2^32
+    keeps its order."""
 
     def __init__(self) -> None:
-        self.first_seen: dict[int, float] = {}
-        self.top = -1
+        self.first_seen: dict[int, float] = {}   # by relative TSN
+        self.base: int | None = None
+        self.top: int | None = None
         self.gap_opened = 0.0
+
+    def relative(self, tsn: int) -> int:
+        if self.base is None:
+            self.base = tsn
+        step = (tsn - self.base) % TSN_SPACE
+        return step - TSN_SPACE if step >= TSN_SPACE // 2 else step
+
+    def is_new(self, tsn: int) -> bool:
+        return self.relative(tsn) not in self.first_seen
 
     def see(self, tsn: int, now: float) -> float | None:
         """None for the first copy of a new TSN; for a retransmission, the seconds since its
-        first copy was seen or since the gap it fills opened."""
-        if tsn in self.first_seen:
-            return now - self.first_seen[tsn]
-        if tsn < self.top:
-            self.first_seen[tsn] = now
+        first copy was seen or since the gap it fills opened (for a chunk below the first
+        captured: since that one came)."""
+        step = self.relative(tsn)
+        if step in self.first_seen:
+            return now - self.first_seen[step]
+        self.first_seen[step] = now
+        if self.top is None:
+            self.top, self.gap_opened = step, now
+            return None
+        if step < self.top:
             return now - self.gap_opened
-        if self.top >= 0 and tsn > self.top + 1:
-            self.gap_opened = now  # the chunks between top and tsn were lost
-        self.top = tsn
-        self.first_seen[tsn] = now
+        if step > self.top + 1:
+            self.gap_opened = now  # the chunks between top and this one were lost
+        self.top = step
         return None
 
 
@@ -166,7 +186,7 @@ def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:
     it came at least the RTO floor after its first copy or after its gap opened; sooner, it
     was a fast retransmit."""
     rows = fields(pcap, ["frame.time_epoch", "ip.src", "sctp.srcport", "sctp.dstport",
-                         "sctp.chunk_type", "sctp.init_initiate_tag", "sctp.data_tsn"],
+                         "sctp.chunk_type", "sctp.init_initiate_tag", "sctp.data_tsn_raw"],
                   "sctp", SCTP_OPTIONS)
     counts, initiated = Counters(), set()
     trackers: dict[tuple[str, str], TsnTracker] = {}
