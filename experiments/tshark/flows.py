@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import SCTP_OPTIONS, fields, is_true, values
 from .transport import TsnTracker, sctp_frames
@@ -125,8 +126,7 @@ def _tcp_flows(pcap: Path, client_ip: str) -> list[Flow]:
 
 
 # -- SCTP -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Chunk:
+class _Chunk(NamedTuple):
     tsn: int
     sid: int
     length: int
@@ -146,6 +146,12 @@ def _sctp_packets(pcap: Path, whole_packets: bool
                          "sctp.data_sid"], "sctp", SCTP_OPTIONS)
     out = []
     for time_text, src, sport, dport, types, lengths, tsns, sids in rows:
+        if types and "|" not in types:   # one chunk: most packets, read without splitting the cells
+            kind = int(types)
+            out.append((float(time_text), src, int(sport), int(dport), [kind],
+                        [_Chunk(int(tsns), int(sids, 0), int(lengths) - 16)]
+                        if kind == 0 and tsns and sids else []))
+            continue
         kinds = [int(k) for k in values(types)]
         data_lengths = [int(n) - 16 for k, n in zip(kinds, values(lengths), strict=False)
                         if k == 0]

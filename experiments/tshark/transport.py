@@ -7,7 +7,7 @@ a DATA chunk whose TSN was seen before, or that fills a gap below the highest TS
 first copy was lost before the capture point), is a retransmission."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,7 +264,7 @@ def time_sequence(pcap: Path, transport: str, control_port: int = 21) -> TimeSeq
     return _sctp_sequence(pcap)
 
 
-def _opener(rows: list[list[str]], opens: Callable[[list[str]], bool]) -> str:
+def _opener(rows: Sequence[Sequence[str]], opens: Callable[[Sequence[str]], bool]) -> str:
     """The source of the first row that opens a connection or association; the first row's
     when none does. Not simply the first row's: the capture may begin with the end of an
     earlier run's association (a SHUTDOWN retransmitted after a loss) sent by the server."""
