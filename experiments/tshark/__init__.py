@@ -2,6 +2,7 @@
 
     fields(pcap, [field, ...], filter)   rows of tshark's field output
     frames(pcap, filter)                 raw frames with their capture time
+    sctp_headers.py                      the SCTP shared pass from the capture's bytes
     bpf.py                               raw frames that a BPF filter keeps, without tshark
     ftp.py                               FTP control channels, the Lua dissector's FTP over SCTP
     transport.py                         connections, retransmissions, time-sequences, per-flow
@@ -14,6 +15,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path
+
+from . import sctp_headers
 
 # Reassembly off: with it, a frame that completes a stream-1 message hides the other chunks
 # bundled with it (a stream-0 reply among them). Relative TSNs start at 0 per direction.
@@ -80,8 +83,13 @@ def fields(pcap: Path, names: list[str], display_filter: str = "",
 @lru_cache(maxsize=2)
 def _shared_pass(pcap: str, _mtime_ns: int, _size: int, protocol: str) -> list[Sequence[str]]:
     """The shared pass of one capture (its modification time and size in the key: a capture
-    written again is read again)."""
+    written again is read again). SCTP's fields are all header fields, read from the capture's
+    bytes where sctp_headers.py reads them as tshark would."""
     options, names = SHARED_PASSES[protocol]
+    if protocol == "sctp":
+        rows = sctp_headers.shared_rows(Path(pcap))
+        if rows is not None:
+            return rows
     return _fields(Path(pcap), list(names), protocol, options)
 
 
