@@ -187,7 +187,7 @@ class FtpMget:
                        "ci90_half_s": "transfer_time_s_ci90_half",
                        "ci90_rel": "transfer_time_s_ci90_rel",
                        "ci_half_s": "transfer_time_s_ci_half"}
-    analysis_version = 7
+    analysis_version = 8   # 8: SCTP retransmissions counted from TSNs relative to the first
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:

@@ -101,7 +101,7 @@ class HttpPage:
                        "ci90_half_s": "page_time_s_ci90_half",
                        "ci90_rel": "page_time_s_ci90_rel",
                        "ci_half_s": "page_time_s_ci_half"}
-    analysis_version = 3
+    analysis_version = 4   # 4: SCTP retransmissions counted from TSNs relative to the first
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
