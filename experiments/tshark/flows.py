@@ -63,6 +63,13 @@ class Coverage:
         """Adds [start, end); returns how many of its bytes were not covered before."""
         if end <= start:
             return 0
+        if not self.ends or start > self.ends[-1]:   # beyond all so far: in-order data, or a gap
+            self.starts.append(start)
+            self.ends.append(end)
+            return end - start
+        if start == self.ends[-1]:                   # right after the last: in-order data
+            self.ends[-1] = end
+            return end - start
         lo = bisect.bisect_left(self.ends, start)    # the first interval reaching start
         hi = bisect.bisect_right(self.starts, end)   # past the last one starting by end
         covered = sum(max(0, min(end, e) - max(start, s))
