@@ -21,7 +21,7 @@ from topology.kernel.uml import stop_all
 
 from .. import stats
 from ..workloads.base import Point, WorkloadError
-from . import forecast, launch, slurm, stamps, tables
+from . import disk, forecast, launch, slurm, stamps, tables
 from .alongside import RoundAnalysis
 from .analyze import analyses
 from .ledger import Ledger, LedgerBusy
@@ -184,6 +184,11 @@ class Harness:
             "host": self.host,
         }
 
+    def capture_estimate(self, order: dict[str, Any]) -> float | None:
+        """What the workload expects a run's capture to weigh, where it has an estimate."""
+        estimate = getattr(self.workload, "capture_bytes", None)
+        return estimate(self.experiment, self.points[order["point"]]) if estimate else None
+
     # -- one kernel and one clock per experiment ---------------------------------------------
     def intended_kernel(self) -> tuple[str, str]:
         """(backend, clock) that this harness's batches will boot; asked of the backend once."""
@@ -226,6 +231,9 @@ class Harness:
         return batches
 
     def execute(self, orders: list[dict[str, Any]], label: str) -> None:
+        problem = disk.shortfall(orders, self.ledger, self.capture_estimate, label)
+        if problem:
+            raise HarnessError(problem)
         count = (slurm.task_count(orders, self.slurm, slurm.slots(self.slurm)) if self.slurm
                  else self.workers)
         batches = self.batches(orders, count)

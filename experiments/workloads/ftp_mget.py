@@ -64,6 +64,8 @@ LINUX_SCTP_RTO_MIN_MS = 1000
 LINUX_TCP_RTO_MIN_S = 0.2
 LINUX_TCP_INITIAL_RTO_MS = 1000
 FULL_PACKET_BITS = 1514 * 8
+FULL_PACKET_PAYLOAD = 1448   # a TCP segment's (SCTP DATA's is a little less) on the veth MTU
+PCAP_RECORD = 16             # a pcap record's header
 
 
 @dataclass(frozen=True)
@@ -279,6 +281,15 @@ class FtpMget:
         round_trips = files * (2 if point.get("variant") in PIPELINED_VARIANTS else 4)
         stretch = 1 + 8 * point.loss
         return 4.0 + stretch * (transfer + round_trips * 2 * path.delay_s)
+
+    def capture_bytes(self, experiment: Experiment, point: Point) -> float:
+        """What a run's capture weighs, at most: whole packets are about 1.13 times the files'
+        bytes (headers, acknowledgements and retransmissions; measured at 10% loss), a snaplen
+        keeps that much of each data packet and of an acknowledgement for every other one."""
+        payload = point.get("files") * point.get("file_size")
+        if not experiment.snaplen:
+            return 1.2 * payload
+        return payload / FULL_PACKET_PAYLOAD * 1.5 * (experiment.snaplen + PCAP_RECORD)
 
     # -- before the runs -----------------------------------------------------------------------
     def prepare(self, experiment: Experiment, data_root: Path) -> dict[str, Any]:
