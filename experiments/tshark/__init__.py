@@ -2,7 +2,8 @@
 
     fields(pcap, [field, ...], filter)   rows of tshark's field output
     frames(pcap, filter)                 raw frames with their capture time
-    sctp_headers.py                      the SCTP shared pass from the capture's bytes
+    tcp_headers.py, sctp_headers.py      the shared passes from the capture's bytes
+    pcap_records.py                      the IPv4 packets of a pcap file, for those two
     bpf.py                               raw frames that a BPF filter keeps, without tshark
     ftp.py                               FTP control channels, the Lua dissector's FTP over SCTP
     transport.py                         connections, retransmissions, time-sequences, per-flow
@@ -16,7 +17,7 @@ from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path
 
-from . import sctp_headers
+from . import sctp_headers, tcp_headers
 
 # Reassembly off: with it, a frame that completes a stream-1 message hides the other chunks
 # bundled with it (a stream-0 reply among them). Relative TSNs start at 0 per direction.
@@ -37,7 +38,7 @@ QUICK = ("-o", "tcp.desegment_tcp_streams:FALSE")
 SHARED_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tcp": ((), ("frame.time_epoch", "ip.src", "tcp.stream", "tcp.srcport", "tcp.dstport",
                  "tcp.flags.syn", "tcp.flags.ack", "tcp.flags.fin", "tcp.seq", "tcp.seq_raw",
-                 "tcp.len", "tcp.analysis.retransmission", "tcp.analysis.initial_rtt")),
+                 "tcp.len")),
     "sctp": (SCTP_OPTIONS, ("frame.time_epoch", "ip.src", "sctp.srcport", "sctp.dstport",
                             "sctp.chunk_type", "sctp.chunk_length", "sctp.data_tsn_raw",
                             "sctp.data_sid", "sctp.init_initiate_tag")),
@@ -83,13 +84,12 @@ def fields(pcap: Path, names: list[str], display_filter: str = "",
 @lru_cache(maxsize=2)
 def _shared_pass(pcap: str, _mtime_ns: int, _size: int, protocol: str) -> list[Sequence[str]]:
     """The shared pass of one capture (its modification time and size in the key: a capture
-    written again is read again). SCTP's fields are all header fields, read from the capture's
-    bytes where sctp_headers.py reads them as tshark would."""
+    written again is read again). Their fields are read from the capture's bytes where
+    tcp_headers.py or sctp_headers.py reads them as tshark would, by tshark elsewhere."""
     options, names = SHARED_PASSES[protocol]
-    if protocol == "sctp":
-        rows = sctp_headers.shared_rows(Path(pcap))
-        if rows is not None:
-            return rows
+    rows = (sctp_headers if protocol == "sctp" else tcp_headers).shared_rows(Path(pcap))
+    if rows is not None:
+        return rows
     return _fields(Path(pcap), list(names), protocol, options)
 
 

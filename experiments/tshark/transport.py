@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 from . import SCTP_OPTIONS, fields, frames, is_true, values
@@ -153,25 +154,35 @@ def _tcp_counters(pcap: Path, rto_floor_s: float) -> Counters:
     retransmit fills its hole about a round trip after it opened, a timeout's copy comes at
     least the RTO floor later than that (Linux: RTO >= the smoothed RTT + 200 ms): a
     retransmission is a timeout when it waited the floor plus the connection's handshake round
-    trip. A SYN or FIN sent again (tshark's flag on a segment without payload) is a timeout."""
+    trip. A SYN or FIN sent again (below what its direction had sent) is a timeout. The
+    handshake's round trip is tshark's initial RTT: from the connection's latest SYN to the
+    first segment after it that acknowledges without one."""
     rows = fields(pcap, ["frame.time_epoch", "tcp.stream", "ip.src", "tcp.srcport",
-                         "tcp.flags.syn", "tcp.flags.ack", "tcp.seq", "tcp.len",
-                         "tcp.analysis.retransmission", "tcp.analysis.initial_rtt"], "tcp")
+                         "tcp.flags.syn", "tcp.flags.ack", "tcp.flags.fin", "tcp.seq",
+                         "tcp.len"], "tcp")
     opened, completed, counts = set(), set(), Counters()
     trackers: dict[tuple[str, str, str], SeqTracker] = {}
     round_trip: dict[str, float] = {}
-    for time_s, stream, src, sport, syn, ack, seq, length, retrans, irtt in rows:
+    latest_syn: dict[str, str] = {}
+    sent_up_to: dict[tuple[str, str, str], int] = {}
+    for time_text, stream, src, sport, syn, ack, fin, seq, length in rows:
+        way, start, size = (stream, src, sport), int(seq), int(length or 0)
+        flagged = int(is_true(syn)) + int(is_true(fin))    # each takes a sequence number
         if is_true(syn):
             (completed if is_true(ack) else opened).add(stream)
-        if irtt:
-            round_trip[stream] = float(irtt)
-        if not length or int(length) == 0:
-            if retrans:
+            if not is_true(ack):
+                latest_syn[stream] = time_text
+        elif is_true(ack) and stream in latest_syn and stream not in round_trip:
+            round_trip[stream] = float(_seconds(time_text) - _seconds(latest_syn[stream]))
+        before = sent_up_to.get(way)
+        sent_up_to[way] = max(before or 0, start + size + flagged)
+        if size == 0:
+            if flagged and before is not None and start < before:
                 counts.retransmissions += 1
                 counts.timeouts += 1
             continue
-        tracker = trackers.setdefault((stream, src, sport), SeqTracker())
-        waited = tracker.see(int(seq), int(seq) + int(length), float(time_s))
+        tracker = trackers.setdefault(way, SeqTracker())
+        waited = tracker.see(start, start + size, float(time_text))
         if waited is not None:
             counts.retransmissions += 1
             if waited >= rto_floor_s + round_trip.get(stream, 0.0):
@@ -179,6 +190,11 @@ def _tcp_counters(pcap: Path, rto_floor_s: float) -> Counters:
     counts.connections = len(opened)
     counts.handshakes = len(completed & opened)
     return counts
+
+
+def _seconds(time_text: str) -> Fraction:
+    """A capture time, exactly: the difference of two rounds as tshark's printed one does."""
+    return Fraction(time_text)
 
 
 def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:

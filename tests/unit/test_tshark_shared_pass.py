@@ -80,8 +80,8 @@ def test_every_subset_reads_as_its_own_pass_would(capture, protocol):
         (6 if protocol == "tcp" else 3)
 
 
-def test_one_tshark_process_serves_them_all_until_the_capture_changes(capture, monkeypatch):
-    started = []
+def counting_tshark(monkeypatch) -> list[list[str]]:
+    started: list[list[str]] = []
     real = tshark._run
 
     def counting(argv, pcap):
@@ -90,12 +90,30 @@ def test_one_tshark_process_serves_them_all_until_the_capture_changes(capture, m
 
     monkeypatch.setattr(tshark, "_run", counting)
     tshark._shared_pass.cache_clear()
+    return started
+
+
+# a capture the header readers leave to tshark (tshark may find TCP inside an ICMP error)
+ICMP = ipv4(SERVER, CLIENT, 1, struct.pack(">BBHI", 8, 0, 0, 0))
+
+
+def test_one_tshark_process_serves_them_all_until_the_capture_changes(capture, monkeypatch):
+    write_pcap(capture, [*FRAMES, ICMP])
+    started = counting_tshark(monkeypatch)
     first = tshark.fields(capture, ["tcp.srcport", "tcp.len"], "tcp")
     assert tshark.fields(capture, ["tcp.stream"], "tcp") and len(started) == 1
     assert tshark.fields(capture, ["tcp.stream"], "tcp.len > 0") and len(started) == 2
-    write_pcap(capture, FRAMES[1:3])                       # the same name, other packets
+    write_pcap(capture, [*FRAMES[1:3], ICMP])              # the same name, other packets
     assert len(tshark.fields(capture, ["tcp.srcport", "tcp.len"], "tcp")) == 2 != len(first)
     assert len(started) == 3
+
+
+def test_the_header_readers_serve_a_plain_capture_without_tshark(capture, monkeypatch):
+    started = counting_tshark(monkeypatch)
+    for protocol in ("tcp", "sctp"):
+        options, names = tshark.SHARED_PASSES[protocol]
+        assert tshark.fields(capture, list(names), protocol, options)
+    assert started == []
 
 
 def test_the_session_s_first_connection_and_association_are_found(capture):
