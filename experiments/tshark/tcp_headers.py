@@ -8,8 +8,9 @@ the capture missed the SYN). tshark's start and its dissection of every packet (
 each, its TCP analysis included) were most of what the analysis of a TCP capture cost.
 
 It reads what pcap_records.py reads, and leaves the capture to tshark where a pair
-of ports is used again by a new connection (a SYN with another sequence number), whose new
-stream number tshark gives by rules of its own. tests/unit/test_tcp_headers.py holds it to
+of ports may be used again by a new connection (a SYN with another sequence number than the
+direction's first, or after it had sent without one), whose new stream number tshark gives by
+rules of its own. tests/unit/test_tcp_headers.py holds it to
 tshark's rows.
 
     shared_rows(pcap)     [[time, ip.src, stream, sport, dport, syn, ack, fin, seq, seq_raw,
@@ -64,7 +65,7 @@ def _rows(pcap: Path) -> list[list[str]]:
         direction = directions.get(way)
         if direction is None:
             direction = directions[way] = _Direction(seq, flags)
-        elif flags & _SYN and not flags & _ACK and direction.syn_seq not in (None, seq):
+        elif flags & _SYN and direction.syn_seq != seq:
             raise Unread  # the pair's ports used again by a new connection
         rows.append([time_text, "{}.{}.{}.{}".format(*source), str(streams[pair]),
                      str(source_port), str(destination_port), "1" if flags & _SYN else "0",

@@ -46,14 +46,17 @@ def test_the_rows_are_tshark_s(tmp_path, magic, order):
     assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)
 
 
-def test_ports_used_again_by_a_new_connection_leave_the_capture_to_tshark(tmp_path):
-    reused = [*SESSION, tcp(CLIENT, SERVER, 40001, 21, 9000, SYN)]
+@pytest.mark.parametrize("reused", [
+    [*SESSION, tcp(CLIENT, SERVER, 40001, 21, 9000, SYN)],          # after a connection
+    [tcp(CLIENT, SERVER, 40001, 21, 5, FIN_ACK), *SESSION],           # after an earlier one's FIN
+], ids=["another-syn", "syn-after-fin"])
+def test_ports_used_again_by_a_new_connection_leave_the_capture_to_tshark(tmp_path, reused):
     pcap = write(tmp_path / "reused.pcap", reused)
     assert tcp_headers.shared_rows(pcap) is None
     tshark._shared_pass.cache_clear()
     rows = tshark.fields(pcap, list(NAMES), "tcp", OPTIONS)
     assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)
-    assert rows[-1][2] == "1"   # tshark's second stream
+    assert {row[2] for row in rows} == {"0", "1"}   # tshark's two streams
 
 
 def test_the_counters_count_what_tshark_flags(tmp_path):
