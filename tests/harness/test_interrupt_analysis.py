@@ -45,8 +45,18 @@ def ctrl_c_group() -> None:
     os.setpgrp()
 
 
+# An ICMP echo: with it in a capture the header readers (experiments/tshark/tcp_headers.py)
+# leave the capture to tshark, so the interrupt finds the workers with tshark children, the
+# case that needs their process groups signalled.
+ICMP_ECHO = (b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00"
+             + struct.pack(">BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 1, 0, bytes([10, 0, 1, 1]),
+                           bytes([10, 0, 2, 1]))
+             + struct.pack(">BBHI", 8, 0, 0, 0))
+
+
 def inflate(pcap: Path, into: Path, times: int) -> None:
-    """A classic pcap of `pcap`'s packets repeated `times` times, each copy later in time."""
+    """A classic pcap of `pcap`'s packets repeated `times` times, each copy later in time, and
+    an ICMP echo at the end."""
     data = pcap.read_bytes()
     header, body = data[:24], data[24:]
     assert header[:4] == b"\xd4\xc3\xb2\xa1", "a little-endian classic pcap"
@@ -61,6 +71,8 @@ def inflate(pcap: Path, into: Path, times: int) -> None:
         for k in range(times):
             for sec, usec, orig, packet in records:
                 out.write(struct.pack("<IIII", sec + k * span, usec, len(packet), orig) + packet)
+        out.write(struct.pack("<IIII", sec + times * span, 0, len(ICMP_ECHO), len(ICMP_ECHO))
+                  + ICMP_ECHO)
 
 
 def clone_runs(root: Path, copies: int, pcap: Path) -> list[str]:
