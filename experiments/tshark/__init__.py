@@ -18,6 +18,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from . import sctp_headers, tcp_headers
+from .pcap_records import holds_cut_frames
 
 # Reassembly off: with it, a frame that completes a stream-1 message hides the other chunks
 # bundled with it (a stream-0 reply among them). Relative TSNs start at 0 per direction.
@@ -90,6 +91,11 @@ def _shared_pass(pcap: str, _mtime_ns: int, _size: int, protocol: str) -> list[S
     rows = (sctp_headers if protocol == "sctp" else tcp_headers).shared_rows(Path(pcap))
     if rows is not None:
         return rows
+    if protocol == "sctp" and holds_cut_frames(Path(pcap)):
+        # tshark reads no chunk of an SCTP packet cut short: its rows would miss every one
+        raise TsharkError(f"{pcap} holds SCTP packets cut short by a snaplen, and a packet "
+                          "that only tshark reads, which reads no chunk of those: capture "
+                          'whole packets ([run] capture = "whole", snaplen = 0)')
     return _fields(Path(pcap), list(names), protocol, options)
 
 

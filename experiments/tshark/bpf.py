@@ -10,17 +10,14 @@ run's analysis cost.
 """
 from __future__ import annotations
 
-import struct
 import subprocess
 from pathlib import Path
 
 from . import TIMEOUT_S, TsharkError
+from .pcap_records import Unread, pcap_format, records
 
 # tcpdump writes nanosecond time stamps when asked (any capture's pass through unchanged), in
-# its own byte order: the magic number says which.
-_NANO_MAGIC = 0xA1B23C4D
-_FILE_HEADER = 24
-_RECORD = 16
+# its own byte order: the pcap file's magic number says which.
 
 
 def packets(pcap: Path, bpf: str) -> list[tuple[float, bytes]]:
@@ -38,19 +35,15 @@ def packets(pcap: Path, bpf: str) -> list[tuple[float, bytes]]:
 
 
 def _records(data: bytes, pcap: Path) -> list[tuple[float, bytes]]:
-    if len(data) < _FILE_HEADER:
+    found = pcap_format(data)
+    if found is None:
         raise TsharkError(f"tcpdump wrote no pcap header for {pcap}")
-    order = next((o for o in "<>" if struct.unpack_from(o + "I", data)[0] == _NANO_MAGIC), None)
-    if order is None:
+    layout, nano, _ = found
+    if not nano:
         raise TsharkError(f"tcpdump wrote {pcap}'s packets without nanosecond time stamps")
-    record = struct.Struct(order + "IIII")
-    out, offset = [], _FILE_HEADER
-    while offset + _RECORD <= len(data):
-        seconds, nanoseconds, captured, _ = record.unpack_from(data, offset)
-        offset += _RECORD
+    try:
         # as tshark prints frame.time_epoch, so a time reads the same from either
-        out.append((float(f"{seconds}.{nanoseconds:09d}"), data[offset:offset + captured]))
-        offset += captured
-    if offset != len(data):
-        raise TsharkError(f"tcpdump's copy of {pcap} ends inside a packet")
-    return out
+        return [(float(f"{r.seconds}.{r.fraction:09d}"), data[r.frame:r.frame + r.captured])
+                for r in records(data, layout)]
+    except Unread:
+        raise TsharkError(f"tcpdump's copy of {pcap} ends inside a packet") from None

@@ -2,18 +2,23 @@
 tcp_headers.py make tshark's rows from, without starting tshark.
 
 It reads only what it reads exactly as tshark would: a pcap file (not pcapng, either time
-precision and byte order) of Ethernet frames captured whole, IPv4 without fragments. It passes
-the IPv6 router solicitations and MLD reports a link sends by itself, and packets of other
-protocols; on anything else (ICMP or UDP, which tshark may find TCP or SCTP inside, VLAN tags,
-other IPv6) it raises Unread, and the caller asks tshark.
+precision and byte order) of Ethernet frames, IPv4 without fragments. A frame may be cut short
+by a snaplen after its IPv4 header (a capture of headers, `[run] capture = "headers"`): the
+caller reads its headers within what was captured and the lengths from the IPv4 header. It
+passes the IPv6 router solicitations and MLD reports a link sends by itself, and packets of
+other protocols; on anything else (ICMP or UDP, which tshark may find TCP or SCTP inside, VLAN
+tags, other IPv6) it raises Unread, and the caller asks tshark.
 
-    frame_records(pcap, protocol)   (time as tshark prints it, bytes, IP header, payload, end)
+    frame_records(pcap, protocol)   (time as tshark prints it, bytes, IP header, payload,
+                                     the packet's end, the end of what was captured of it)
+    pcap_format(data), records(data, layout)   a pcap file's records, for any reader of them
 """
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 _MICRO_MAGIC, _NANO_MAGIC = 0xA1B2C3D4, 0xA1B23C4D
 _ETHERNET = 1
@@ -28,45 +33,80 @@ class Unread(Exception):
     """The capture holds a packet this module does not read as tshark would."""
 
 
-def frame_records(pcap: Path, protocol: int) -> Iterator[tuple[str, bytes, int, int, int]]:
-    """(frame.time_epoch as tshark prints it, the file's bytes, where the IPv4 header starts,
-    where its payload starts, where it ends) of every IPv4 packet of `protocol`, in capture
-    order; Unread where the capture holds what tshark might read differently."""
-    data = pcap.read_bytes()
-    header = _file_header(data) if len(data) >= _FILE_HEADER else None
-    if header is None:
-        raise Unread
-    record, nano = header
+class Record(NamedTuple):
+    seconds: int
+    fraction: int      # micro- or nanoseconds, as the file's header says
+    captured: int
+    length: int        # on the wire; more than `captured` in a frame cut short
+    frame: int         # where the frame's bytes start in the file's bytes
+
+
+def pcap_format(data: bytes) -> tuple[struct.Struct, bool, int] | None:
+    """(the record header's layout, whether times are in nanoseconds, the link type) of a pcap
+    file's bytes (either byte order), or None if they are not a pcap file."""
+    if len(data) < _FILE_HEADER:
+        return None
+    for order in "<>":
+        magic, _, _, _, _, _, link_type = struct.unpack_from(order + "IHHiIII", data)
+        if magic in (_MICRO_MAGIC, _NANO_MAGIC):
+            return struct.Struct(order + "IIII"), magic == _NANO_MAGIC, link_type
+    return None
+
+
+def records(data: bytes, layout: struct.Struct) -> Iterator[Record]:
+    """The records of a pcap file's bytes in file order; Unread if it ends inside one."""
     offset, end = _FILE_HEADER, len(data)
     while offset + _RECORD <= end:
-        seconds, fraction, captured, length = record.unpack_from(data, offset)
+        seconds, fraction, captured, length = layout.unpack_from(data, offset)
         offset += _RECORD
-        if captured != length or offset + captured > end:
-            raise Unread  # a frame cut short: tshark would mark what is missing
-        found = ipv4_payload(data, offset, offset + captured, protocol)
-        if found is not None:
-            # tshark prints frame.time_epoch with nine decimals whatever the file's precision
-            yield ((f"{seconds}.{fraction:09d}" if nano else f"{seconds}.{fraction:06d}000"),
-                   data, *found)
+        if offset + captured > end:
+            raise Unread
+        yield Record(seconds, fraction, captured, length, offset)
         offset += captured
     if offset != end:
         raise Unread
 
 
-def _file_header(data: bytes) -> tuple[struct.Struct, bool] | None:
-    for order in "<>":
-        magic, _, _, _, _, _, link_type = struct.unpack_from(order + "IHHiIII", data)
-        if magic in (_MICRO_MAGIC, _NANO_MAGIC):
-            if link_type != _ETHERNET:
-                return None
-            return struct.Struct(order + "IIII"), magic == _NANO_MAGIC
-    return None
+def holds_cut_frames(pcap: Path) -> bool:
+    """Whether a pcap file holds a frame captured short of its length (a snaplen)."""
+    data = pcap.read_bytes()
+    found = pcap_format(data)
+    try:
+        return found is not None and any(r.captured < r.length for r in records(data, found[0]))
+    except Unread:
+        return False
 
 
-def ipv4_payload(data: bytes, frame: int, end: int, protocol: int
-                 ) -> tuple[int, int, int] | None:
-    """(IPv4 header, payload, end) of the frame at data[frame:end] if it carries `protocol`."""
+def frame_records(pcap: Path, protocol: int
+                  ) -> Iterator[tuple[str, bytes, int, int, int, int]]:
+    """(frame.time_epoch as tshark prints it, the file's bytes, where the IPv4 header starts,
+    where its payload starts, where the packet ends, where its captured bytes end) of every
+    IPv4 packet of `protocol`, in capture order; Unread where the capture holds what tshark
+    might read differently. The last two differ in a frame cut short: read nothing past the
+    second (it is the next record's)."""
+    data = pcap.read_bytes()
+    found_format = pcap_format(data)
+    if found_format is None or found_format[2] != _ETHERNET:
+        raise Unread
+    layout, nano, _ = found_format
+    for seconds, fraction, captured, length, frame in records(data, layout):
+        if captured > length:
+            raise Unread
+        found = ipv4_payload(data, frame, frame + captured, protocol, captured < length)
+        if found is not None:
+            # tshark prints frame.time_epoch with nine decimals whatever the file's precision
+            yield ((f"{seconds}.{fraction:09d}" if nano else f"{seconds}.{fraction:06d}000"),
+                   data, *found)
+
+
+def ipv4_payload(data: bytes, frame: int, end: int, protocol: int, cut: bool = False
+                 ) -> tuple[int, int, int, int] | None:
+    """(IPv4 header, payload, the packet's end, its captured end) of the frame at
+    data[frame:end] if it carries `protocol`; `cut`: the frame was captured short of its
+    length, which its IPv4 header still holds."""
     if end - frame < _ETH + 20:
+        if cut:
+            raise Unread
         return None
     ethertype = data[frame + 12] << 8 | data[frame + 13]
     if ethertype in _VLAN_ETHERTYPES:
@@ -85,9 +125,9 @@ def ipv4_payload(data: bytes, frame: int, end: int, protocol: int
     if fragment & 0x3FFF:
         raise Unread  # a fragment
     payload, ip_end = ip + (first & 0x0F) * 4, ip + total
-    if ip_end > end or payload + 12 > ip_end:
-        raise Unread
-    return ip, payload, ip_end
+    if payload + 12 > ip_end or payload > end or (ip_end > end and not cut):
+        raise Unread  # a frame cut within its IPv4 header, or a packet longer than its frame
+    return ip, payload, ip_end, min(ip_end, end)
 
 
 def _ipv6_from_the_link(data: bytes, ip: int, end: int) -> None:

@@ -7,7 +7,8 @@ and `tcp.seq`, relative to the SYN's sequence number (to one before the first se
 the capture missed the SYN). tshark's start and its dissection of every packet (about 20 µs
 each, its TCP analysis included) were most of what the analysis of a TCP capture cost.
 
-It reads what pcap_records.py reads, and leaves the capture to tshark where a pair
+It reads what pcap_records.py reads (a frame cut short after its TCP header too: tshark gives
+it the same row), and leaves the capture to tshark where a pair
 of ports may be used again by a new connection (a SYN with another sequence number than the
 direction's first, or after it had sent without one), whose new stream number tshark gives by
 rules of its own. tests/unit/test_tcp_headers.py holds it to
@@ -49,11 +50,13 @@ def _rows(pcap: Path) -> list[list[str]]:
     rows: list[list[str]] = []
     streams: dict[tuple[bytes, int, bytes, int], int] = {}
     directions: dict[tuple[bytes, int, bytes, int], _Direction] = {}
-    for time_text, data, ip, payload, end in frame_records(pcap, _TCP):
+    for time_text, data, ip, payload, end, held in frame_records(pcap, _TCP):
+        if payload + 20 > held:
+            raise Unread
         source_port, destination_port, seq, _, offset, flags = _TCP_HEADER.unpack_from(
             data, payload)
         header = (offset >> 4) * 4
-        if header < 20 or payload + header > end:
+        if header < 20 or payload + header > held:
             raise Unread
         source, destination = data[ip + 12:ip + 16], data[ip + 16:ip + 20]
         pair = (source, source_port, destination, destination_port)

@@ -86,8 +86,44 @@ def test_a_packet_it_does_not_read_leaves_the_capture_to_tshark(tmp_path, odd):
     assert tshark.fields(pcap, list(NAMES), "sctp", OPTIONS) == tshark_rows(pcap)
 
 
-def test_a_frame_cut_short_or_a_pcapng_file_is_left_to_tshark(tmp_path):
-    assert sctp_headers.shared_rows(write(tmp_path / "cut.pcap", CONTROL_FRAMES, cut=3)) is None
+def write_cut(path: Path, frames: list[bytes], keep: int) -> Path:
+    """The frames, the last one captured to its first `keep` bytes (a snaplen)."""
+    out = struct.pack("<IHHiIII", MICRO, 2, 4, 0, 0, keep, 1)
+    for i, frame in enumerate(frames):
+        kept = frame[:keep] if i == len(frames) - 1 else frame
+        out += struct.pack("<IIII", 1_700_000_000 + i, 123_456 + i, len(kept), len(frame)) + kept
+    path.write_bytes(out)
+    return path
+
+
+LONG_DATA = sctp(SERVER, CLIENT, 21, 50001, data_chunk(9, 3, bytes(range(200))))
+
+
+@pytest.mark.parametrize("keep", [14 + 20 + 12 + 16, 96, len(LONG_DATA) - 1])
+def test_a_frame_cut_after_its_chunk_s_fields_reads_as_tshark_reads_it_whole(tmp_path, keep):
+    whole = write(tmp_path / "whole.pcap", [*CONTROL_FRAMES, LONG_DATA])
+    cut = write_cut(tmp_path / "cut.pcap", [*CONTROL_FRAMES, LONG_DATA], keep)
+    rows = sctp_headers.shared_rows(cut)
+    assert rows is not None and rows == tshark_rows(whole)
+    # why the reader reads it: tshark dissects no chunk of a frame cut short
+    assert tshark_rows(cut)[-1][4:] == ["", "", "", "", ""]
+
+
+BUNDLE = sctp(CLIENT, SERVER, 50001, 21, SACK + data_chunk(5, 2, b"abc" * 20)
+              + data_chunk(6, 2, b"de"))
+
+
+@pytest.mark.parametrize("frame,keep", [
+    (LONG_DATA, 14 + 20 + 12 + 15),                   # within the DATA chunk's TSN and stream
+    (LONG_DATA, 14 + 20 + 12 + 3),                    # within the chunk's header
+    (BUNDLE, len(BUNDLE) - 20),                       # the bundle's last chunk cut away
+], ids=["tsn", "chunk-header", "bundle"])
+def test_a_frame_cut_within_what_it_reads_is_left_to_tshark(tmp_path, frame, keep):
+    assert sctp_headers.shared_rows(write_cut(tmp_path / "cut.pcap", [*CONTROL_FRAMES, frame],
+                                              keep)) is None
+
+
+def test_a_pcapng_file_is_left_to_tshark(tmp_path):
     pcapng = tmp_path / "made.pcapng"
     pcapng.write_bytes(struct.pack("<III", 0x0A0D0D0A, 28, 0x1A2B3C4D) + b"\0" * 16)
     assert sctp_headers.shared_rows(pcapng) is None

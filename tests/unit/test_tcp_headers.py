@@ -10,7 +10,7 @@ import pytest
 from experiments import tshark
 from experiments.tshark import tcp_headers
 from experiments.tshark.transport import counters
-from tests.unit.test_sctp_headers import MICRO, NANO, write
+from tests.unit.test_sctp_headers import MICRO, NANO, write, write_cut
 from tests.unit.test_tshark_shared_pass import CLIENT, CONTROL_FRAMES, SERVER, tcp
 
 OPTIONS, NAMES = tshark.SHARED_PASSES["tcp"]
@@ -44,6 +44,24 @@ def test_the_rows_are_tshark_s(tmp_path, magic, order):
     rows = tcp_headers.shared_rows(pcap)
     assert rows is not None and len(rows) == 10 + len(SESSION)
     assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)
+
+
+LONG_SEGMENT = tcp(SERVER, CLIENT, 20, 40002, 7000, ACK, bytes(range(250)))
+
+
+@pytest.mark.parametrize("keep", [14 + 20 + 20, 96])
+def test_a_frame_cut_after_its_tcp_header_reads_as_tshark_reads_it(tmp_path, keep):
+    cut = write_cut(tmp_path / "cut.pcap", [*CONTROL_FRAMES, LONG_SEGMENT], keep)
+    rows = tcp_headers.shared_rows(cut)
+    assert rows is not None and rows[-1][-1] == "250"   # its length from the IPv4 header
+    assert rows == tshark._fields(cut, list(NAMES), "tcp", OPTIONS)
+    whole = write(tmp_path / "whole.pcap", [*CONTROL_FRAMES, LONG_SEGMENT])
+    assert rows == tshark._fields(whole, list(NAMES), "tcp", OPTIONS)
+
+
+def test_a_frame_cut_within_its_tcp_header_is_left_to_tshark(tmp_path):
+    cut = write_cut(tmp_path / "cut.pcap", [*CONTROL_FRAMES, LONG_SEGMENT], 14 + 20 + 12)
+    assert tcp_headers.shared_rows(cut) is None
 
 
 @pytest.mark.parametrize("reused", [
