@@ -180,6 +180,7 @@ class Harness:
             "workload_kind": self.experiment.workload,
             "workload": self.workload.order(self.experiment, point, self.prepared),
             "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,
+            "capture": self.experiment.capture,
             "estimate_s": self.workload.estimate_s(self.experiment, point),
             "host": self.host,
         }

@@ -64,6 +64,7 @@ class Experiment:
     seed: int = 1
     run_timeout_s: float = 900.0
     snaplen: int = 0
+    capture: str = "whole"             # or "headers": CAPTURES
     slurm: SlurmSettings = SlurmSettings()
 
     @property
@@ -82,7 +83,7 @@ class Experiment:
             "tcp_profiles": list(self.tcp_profiles), "sctp": self.sctp,
             "repetitions": vars(self.repetitions), "seed": self.seed,
             "run_timeout_s": self.run_timeout_s, "snaplen": self.snaplen,
-            "slurm": self.slurm.record(),
+            "capture": self.capture, "slurm": self.slurm.record(),
             "metrics": {m.name: m.description for m in self.kind.metrics},
         }
 
@@ -93,8 +94,14 @@ COMMON_SCHEMA: dict[str, Any] = {
     "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float,
                     "metric": str},
     "sctp": {knob: int for knob in SCTP_KNOBS},
-    "run": {"timeout_s": float, "snaplen": int, "slurm": SLURM_SETTINGS},
+    "run": {"timeout_s": float, "snaplen": int, "capture": str, "slurm": SLURM_SETTINGS},
 }
+
+# What a run's pcap holds. "headers": every packet to its transport headers (procedure's
+# HEADERS_SNAPLEN), and whole the packets whose payload the workload's analysis reads (its
+# `whole_in_a_capture_of_headers` filter); about a tenth of the bytes, written and stored, of
+# whole packets, for the same measured results (tests/analysis/test_capture_of_headers.py).
+CAPTURES = ("whole", "headers")
 
 
 def find(name_or_file: str) -> Path:
@@ -209,13 +216,27 @@ class Reader:
             sctp=self.sctp(data.get("sctp", {})),
             repetitions=self.repetitions(data.get("repetitions", {}), workload),
             seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
-            snaplen=run.get("snaplen", 0),
+            snaplen=run.get("snaplen", 0), capture=run.get("capture", "whole"),
             slurm=read_settings(run.get("slurm", {}), self.fail))
         if not 10 <= experiment.run_timeout_s <= 86_400:
             raise self.fail("run.timeout_s", "must be between 10 s and one day")
         if experiment.snaplen != 0 and experiment.snaplen < 64:
             raise self.fail("run.snaplen", "0 (whole packets) or at least 64 bytes")
+        self.check_capture(experiment, workload)
         return experiment
+
+    def check_capture(self, experiment: Experiment, workload: Workload) -> None:
+        if experiment.capture not in CAPTURES:
+            raise self.fail("run.capture", f"one of {', '.join(map(repr, CAPTURES))}, not "
+                                           f"{experiment.capture!r}")
+        if experiment.capture != "headers":
+            return
+        if experiment.snaplen:
+            raise self.fail("run.snaplen", 'capture = "headers" sets the snaplen itself: drop '
+                                           f"snaplen (it is {experiment.snaplen})")
+        if not getattr(workload, "whole_in_a_capture_of_headers", None):
+            raise self.fail("run.capture", f"the {experiment.workload} workload reads payloads "
+                                            'that a capture of headers cuts: use "whole"')
 
     def schema(self, topology: str, workload: Workload) -> dict[str, Any]:
         schema = {**COMMON_SCHEMA, **workload.top_keys,

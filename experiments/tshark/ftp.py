@@ -113,9 +113,15 @@ def _session_sctp_port(pcap: Path) -> str | None:
 # packet whose first chunk is followed by others is kept, and its chunks are read below.
 # The first chunk's header is at most 58 bytes into the frame, within any snaplen allowed.
 _SCTP = "((ip[0] & 0xf) << 2)"
-_MAY_CARRY_STREAM_0 = (
-    f"((ip[{_SCTP} + 12] == 0 and ip[{_SCTP} + 20:2] == 0)"              # DATA, stream 0
-    f" or ((ip[{_SCTP} + 14:2] + 3) & 0xfffc) + 12 + {_SCTP} != ip[2:2])")  # bundled
+_STREAM_0_DATA = f"(ip[{_SCTP} + 12] == 0 and ip[{_SCTP} + 20:2] == 0)"
+_BUNDLED = f"((ip[{_SCTP} + 14:2] + 3) & 0xfffc) + 12 + {_SCTP} != ip[2:2]"
+_MAY_CARRY_STREAM_0 = f"({_STREAM_0_DATA} or {_BUNDLED})"
+
+# What a capture of headers (`[run] capture = "headers"`) keeps whole: every packet whose
+# payload the control channel's reading above reads, and every SCTP packet of more than one
+# chunk (cut short, it would lose the chunks after the first, whose TSNs the counters read).
+WHOLE_IN_A_CAPTURE_OF_HEADERS = (f"tcp port {FTP_PORT} or (sctp and ({_BUNDLED} or "
+                                 f"(sctp port {FTP_PORT} and {_STREAM_0_DATA})))")
 
 
 def _sctp_control(pcap: Path) -> ControlChannel:

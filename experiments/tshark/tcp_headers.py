@@ -3,9 +3,10 @@ tshark prints for it, without starting tshark.
 
 Its fields are header fields, and two that tshark derives from its conversations, which this
 derives the same way: `tcp.stream`, numbered by first appearance of each address and port pair,
-and `tcp.seq`, relative to the SYN's sequence number (to one before the first segment's, where
-the capture missed the SYN). tshark's start and its dissection of every packet (about 20 µs
-each, its TCP analysis included) were most of what the analysis of a TCP capture cost.
+and `tcp.seq`, relative to the SYN's sequence number (where the capture missed the SYN: to one
+before the first acknowledgement the other direction sent, or else before its first segment's).
+tshark's start and its dissection of every packet (about 20 µs each, its TCP analysis included)
+were most of what the analysis of a TCP capture cost.
 
 It reads what pcap_records.py reads (a frame cut short after its TCP header too: tshark gives
 it the same row), and leaves the capture to tshark where a pair
@@ -53,7 +54,7 @@ def _rows(pcap: Path) -> list[list[str]]:
     for time_text, data, ip, payload, end, held in frame_records(pcap, _TCP):
         if payload + 20 > held:
             raise Unread
-        source_port, destination_port, seq, _, offset, flags = _TCP_HEADER.unpack_from(
+        source_port, destination_port, seq, ack, offset, flags = _TCP_HEADER.unpack_from(
             data, payload)
         header = (offset >> 4) * 4
         if header < 20 or payload + header > held:
@@ -70,6 +71,10 @@ def _rows(pcap: Path) -> list[list[str]]:
             direction = directions[way] = _Direction(seq, flags)
         elif flags & _SYN and direction.syn_seq != seq:
             raise Unread  # the pair's ports used again by a new connection
+        back = (destination, destination_port, source, source_port)
+        if flags & _ACK and back not in directions:
+            # as tshark does: the other direction's numbers relative to one before this ack
+            directions[back] = _Direction(ack, 0)
         rows.append([time_text, "{}.{}.{}.{}".format(*source), str(streams[pair]),
                      str(source_port), str(destination_port), "1" if flags & _SYN else "0",
                      "1" if flags & _ACK else "0", "1" if flags & _FIN else "0",

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import procedure
 from ..procedure import RunFailure
+from ..tshark.pcap_splice import SpliceError, splice
 from .base import capture_immediate
 
 if TYPE_CHECKING:
@@ -27,24 +28,35 @@ CLIENT_IF = "client-eth0"
 @contextmanager
 def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any],
                        mark: Callable[[str], None], server_argv: Sequence[str],
-                       server_log: Path) -> Iterator[None]:
+                       server_log: Path, keep_whole: str = "") -> Iterator[None]:
     """The server on `server` and tcpdump on the client's interface, both ready, for the
     block's length; record["capture"] holds tcpdump's closing counts, record["pcap"] the
-    pcap's path once it is in place."""
+    pcap's path once it is in place. A capture of headers (run["capture"]) is two: every
+    packet cut at HEADERS_SNAPLEN, and the packets of `keep_whole` (a BPF filter) whole,
+    spliced into one pcap once both stopped (record["whole_capture"]: the second's counts)."""
     client, server = net.node("client"), net.node("server")
     pcap_partial = Path(run["pcap"] + ".partial")
-    process = capture = None
+    whole_partial = Path(run["pcap"] + ".whole.partial")
+    headers = run.get("capture") == "headers"
+    process = capture = whole = None
     try:
         process = procedure.launch_logged(server.popen, server_argv, server_log)
         ring_kb = procedure.capture_buffer_kb([shape.get("rate_bps")
                                                for shape in run["links"].values()])
-        capture = procedure.launch_capture(client.popen, CLIENT_IF, pcap_partial,
-                                           run["snaplen"], buffer_kb=ring_kb,
-                                           immediate=capture_immediate())
+        capture = procedure.launch_capture(
+            client.popen, CLIENT_IF, pcap_partial,
+            procedure.HEADERS_SNAPLEN if headers else run["snaplen"], buffer_kb=ring_kb,
+            immediate=capture_immediate())
+        if headers:
+            whole = procedure.launch_capture(
+                client.popen, CLIENT_IF, whole_partial, procedure.WHOLE_SNAPLEN, keep_whole,
+                buffer_kb=procedure.WHOLE_CAPTURE_BUFFER_KB, immediate=capture_immediate())
         record["capture_ring_kb"] = ring_kb
         record["capture_mode"] = "immediate" if capture_immediate() else "block"
         procedure.await_ready(process, server_argv, server_log)
         procedure.await_capture(capture, CLIENT_IF)
+        if whole is not None:
+            procedure.await_capture(whole, CLIENT_IF)
         mark("server_and_capture_start")
         yield
     finally:
@@ -56,14 +68,38 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
                 (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
                 else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
             record["capture"] = procedure.stop_capture(capture)
-            if pcap_partial.exists():
-                os.replace(pcap_partial, run["pcap"])
-                record["pcap"] = run["pcap"]
+            if whole is not None:
+                record["whole_capture"] = procedure.stop_capture(whole)
+            _put_in_place(pcap_partial, whole_partial if whole is not None else None, run,
+                          record)
         if process is not None:
             procedure.stop(process)
-    shortfall = procedure.capture_shortfall(record.get("capture", {}))
+    shortfall = (procedure.capture_shortfall(record.get("capture", {}))
+                 or procedure.capture_shortfall(record.get("whole_capture", {})))
     if shortfall:
         raise RunFailure(shortfall)
+    if record.get("splice_error"):
+        raise RunFailure(record["splice_error"])
+
+
+def _put_in_place(pcap_partial: Path, whole_partial: Path | None, run: dict[str, Any],
+                  record: dict[str, Any]) -> None:
+    """The run's pcap from its capture (and the packets captured whole, spliced in). A splice
+    that fails leaves the cut capture as the run's pcap, the whole one beside it until the
+    next round, and the run failed (it is redone)."""
+    if not pcap_partial.exists():
+        return
+    if whole_partial is not None and whole_partial.exists():
+        spliced = Path(run["pcap"] + ".spliced.partial")
+        try:
+            record["whole_packets"] = splice(pcap_partial, whole_partial, spliced)
+        except SpliceError as error:
+            record["splice_error"] = f"the capture of headers could not be made whole: {error}"
+        else:
+            os.replace(spliced, pcap_partial)
+            whole_partial.unlink()
+    os.replace(pcap_partial, run["pcap"])
+    record["pcap"] = run["pcap"]
 
 
 def run_client(net: Topology, argv: Sequence[str], run_dir: Path, timeout_s: float,

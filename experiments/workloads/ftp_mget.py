@@ -28,6 +28,7 @@ from topology.params import ParameterError
 from .. import procedure
 from ..harness.profiles import DEFAULT_STACK, SCTP_PROFILE, STACKS
 from ..procedure import RunFailure
+from ..tshark.ftp import WHOLE_IN_A_CAPTURE_OF_HEADERS
 from . import dataset
 from .base import Metric, Point, WorkloadError, read_events, require_programs
 from .client_server import run_client, server_and_capture
@@ -171,6 +172,8 @@ class FtpMget:
                    "parallel": list}
     table = None
     table_keys: dict[str, Any] = {}
+    # what a capture of headers keeps whole: the control channel
+    whole_in_a_capture_of_headers = WHOLE_IN_A_CAPTURE_OF_HEADERS
     metrics = (
         Metric("transfer_time_s", "the session's interval (the experiment's metric) read from "
                                   "the client's pcap, seconds"),
@@ -189,7 +192,8 @@ class FtpMget:
                        "ci90_half_s": "transfer_time_s_ci90_half",
                        "ci90_rel": "transfer_time_s_ci90_rel",
                        "ci_half_s": "transfer_time_s_ci_half"}
-    analysis_version = 8   # 8: SCTP retransmissions counted from TSNs relative to the first
+    analysis_version = 9   # 9: SCTP captures cut short read by the header reader; 8: SCTP
+    # retransmissions counted from TSNs relative to the first
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
@@ -287,6 +291,11 @@ class FtpMget:
         bytes (headers, acknowledgements and retransmissions; measured at 10% loss), a snaplen
         keeps that much of each data packet and of an acknowledgement for every other one."""
         payload = point.get("files") * point.get("file_size")
+        if experiment.capture == "headers":
+            # and each file's commands and replies whole, a few packets of at most a few
+            # hundred bytes
+            return (payload / FULL_PACKET_PAYLOAD * 1.5
+                    * (procedure.HEADERS_SNAPLEN + PCAP_RECORD) + 4096 * point.get("files"))
         if not experiment.snaplen:
             return 1.2 * payload
         return payload / FULL_PACKET_PAYLOAD * 1.5 * (experiment.snaplen + PCAP_RECORD)
@@ -348,7 +357,8 @@ class FtpMget:
                                                    str(run_dir / "ftpd.log"), timeout_s,
                                                    options=order["socket_options"]))
         try:
-            with server_and_capture(net, run, record, mark, ftpd_argv, run_dir / "ftpd.out"):
+            with server_and_capture(net, run, record, mark, ftpd_argv, run_dir / "ftpd.out",
+                                    WHOLE_IN_A_CAPTURE_OF_HEADERS):
                 run_client(net, wrap(procedure.ftp_client_argv(
                     order["ftpc"], order["variant"], SERVER_IP, str(download), timeout_s,
                     options=client_options)), run_dir, timeout_s, record, mark)

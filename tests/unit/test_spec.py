@@ -118,6 +118,10 @@ def test_xftp_is_a_point_per_number_of_connections(tmp_path):
     (("[repetitions]", "[repetitions]\nmetric = \"jain_index\""), "repetitions.metric",
      "unknown metric 'jain_index'"),
     (("[matrix]", "[flows]\nduration_s = 10\n[matrix]"), "flows", "unknown key"),
+    (("[matrix]", "[run]\ncapture = \"payload\"\n[matrix]"), "run.capture",
+     "one of 'whole', 'headers', not 'payload'"),
+    (("[matrix]", "[run]\ncapture = \"headers\"\nsnaplen = 200\n[matrix]"), "run.snaplen",
+     'capture = "headers" sets the snaplen itself'),
 ])
 def test_bad_values_are_refused_with_file_key_and_reason(tmp_path, change, key, reason):
     path = write(tmp_path, GOOD.replace(*change))
@@ -255,6 +259,8 @@ def test_an_http_page_file_names_its_points_by_document_transport_and_profile(tm
      "cannot read file size"),
     (('object_size = "4K"', 'object_size = "4K"\nwrites = 3'), "page.writes", "unknown key"),
     (("[matrix]", "[matrix]\nvariants = [\"tcp\"]"), "matrix.variants", "unknown key"),
+    (("[matrix]", "[run]\ncapture = \"headers\"\n[matrix]"), "run.capture",
+     "the http-page workload reads payloads that a capture of headers cuts"),
 ])
 def test_bad_http_page_values_are_refused(tmp_path, change, key, reason):
     assert change[0] in HTTP

@@ -46,6 +46,15 @@ def test_the_rows_are_tshark_s(tmp_path, magic, order):
     assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)
 
 
+def test_without_the_syn_a_direction_counts_from_the_other_s_first_acknowledgement(tmp_path):
+    # the client's segment acknowledges 1: the server's numbers count from 0, as tshark's do
+    pcap = write(tmp_path / "late.pcap", [tcp(CLIENT, SERVER, 40001, 21, 101, ACK, b"x"),
+                                          data(501), data(511)])
+    rows = tcp_headers.shared_rows(pcap)
+    assert rows is not None and [row[8] for row in rows] == ["1", "501", "511"]
+    assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)
+
+
 LONG_SEGMENT = tcp(SERVER, CLIENT, 20, 40002, 7000, ACK, bytes(range(250)))
 
 
