@@ -67,9 +67,11 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
             record["teardown_s"] = procedure.await_sessions_closed(
                 (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
                 else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
-            record["capture"] = procedure.stop_capture(capture)
-            if whole is not None:
-                record["whole_capture"] = procedure.stop_capture(whole)
+            if whole is None:
+                record["capture"] = procedure.stop_capture(capture)
+            else:
+                record["capture"], record["whole_capture"] = procedure.stop_captures(
+                    [capture, whole])
             _put_in_place(pcap_partial, whole_partial if whole is not None else None, run,
                           record)
         if process is not None:
