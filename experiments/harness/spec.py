@@ -100,7 +100,7 @@ COMMON_SCHEMA: dict[str, Any] = {
 # What a run's pcap holds. "headers": every packet to its transport headers (procedure's
 # HEADERS_SNAPLEN), and whole the packets whose payload the workload's analysis reads (its
 # `whole_in_a_capture_of_headers` filter); about a tenth of the bytes, written and stored, of
-# whole packets, for the same measured results (tests/analysis/test_capture_of_headers.py).
+# whole packets, for the same measured results (tests/harness/test_capture_of_headers.py).
 CAPTURES = ("whole", "headers")
 
 

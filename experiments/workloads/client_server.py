@@ -76,10 +76,10 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
                           record)
         if process is not None:
             procedure.stop(process)
-    shortfall = (procedure.capture_shortfall(record.get("capture", {}))
-                 or procedure.capture_shortfall(record.get("whole_capture", {})))
-    if shortfall:
-        raise RunFailure(shortfall)
+    shortfall = procedure.capture_shortfall(record.get("capture", {}))
+    whole_shortfall = procedure.capture_shortfall(record.get("whole_capture", {}))
+    if shortfall or whole_shortfall:
+        raise RunFailure(shortfall or f"the capture of whole packets: {whole_shortfall}")
     if record.get("splice_error"):
         raise RunFailure(record["splice_error"])
 
@@ -91,7 +91,9 @@ def _put_in_place(pcap_partial: Path, whole_partial: Path | None, run: dict[str,
     next round, and the run failed (it is redone)."""
     if not pcap_partial.exists():
         return
-    if whole_partial is not None and whole_partial.exists():
+    if whole_partial is not None and not whole_partial.exists():
+        record["splice_error"] = "the capture of whole packets wrote no pcap"
+    elif whole_partial is not None:
         spliced = Path(run["pcap"] + ".spliced.partial")
         try:
             record["whole_packets"] = splice(pcap_partial, whole_partial, spliced)

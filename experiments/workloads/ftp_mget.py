@@ -172,7 +172,7 @@ class FtpMget:
                    "parallel": list}
     table = None
     table_keys: dict[str, Any] = {}
-    # what a capture of headers keeps whole: the control channel
+    # what a capture of headers keeps whole: the control channel and SCTP bundles
     whole_in_a_capture_of_headers = WHOLE_IN_A_CAPTURE_OF_HEADERS
     metrics = (
         Metric("transfer_time_s", "the session's interval (the experiment's metric) read from "
@@ -289,7 +289,8 @@ class FtpMget:
     def capture_bytes(self, experiment: Experiment, point: Point) -> float:
         """What a run's capture weighs, at most: whole packets are about 1.13 times the files'
         bytes (headers, acknowledgements and retransmissions; measured at 10% loss), a snaplen
-        keeps that much of each data packet and of an acknowledgement for every other one."""
+        (or a capture of headers) keeps that much of each data packet and of an
+        acknowledgement for every other one."""
         payload = point.get("files") * point.get("file_size")
         if experiment.capture == "headers":
             # and each file's commands and replies whole, a few packets of at most a few
@@ -358,7 +359,7 @@ class FtpMget:
                                                    options=order["socket_options"]))
         try:
             with server_and_capture(net, run, record, mark, ftpd_argv, run_dir / "ftpd.out",
-                                    WHOLE_IN_A_CAPTURE_OF_HEADERS):
+                                    self.whole_in_a_capture_of_headers):
                 run_client(net, wrap(procedure.ftp_client_argv(
                     order["ftpc"], order["variant"], SERVER_IP, str(download), timeout_s,
                     options=client_options)), run_dir, timeout_s, record, mark)
