@@ -13,6 +13,7 @@ from . import SCTP_OPTIONS, bpf, fields, is_true, values
 from .transport import parse_sctp_frame
 
 FTP_PORT = 21
+_SEQ_SPACE, _HALF_SEQ_SPACE = 1 << 32, 1 << 31
 DATA_SETUP_COMMANDS = ("PASV", "EPSV", "PORT", "EPRT", "NLST")
 
 
@@ -79,12 +80,17 @@ def _in_order_lines(segments: list[tuple[float, int, bytes]], received: bool
     (received) or was first put on the wire (sent)."""
     if not segments:
         return []
-    base = min(seq for _, seq, _ in segments)
-    end = max(seq - base + len(data) for _, seq, data in segments)
+    # sequence numbers wrap past 2**32 (an ISN a few KB below it): each is taken relative to
+    # the first segment's, in serial-number arithmetic, before the lowest becomes 0
+    first = segments[0][1]
+    relative = [((seq - first + _HALF_SEQ_SPACE) % _SEQ_SPACE) - _HALF_SEQ_SPACE
+                for _, seq, _ in segments]
+    base = min(relative)
+    end = max(r - base + len(data) for r, (_, _, data) in zip(relative, segments, strict=True))
     content = bytearray(end)
     first_seen = [float("inf")] * end
-    for time, seq, data in segments:  # capture order: the first copy of a byte wins
-        offset = (seq - base) % (1 << 32)
+    for r, (time, _, data) in zip(relative, segments, strict=True):
+        offset = r - base   # capture order: the first copy of a byte wins
         for i, byte in enumerate(data):
             if offset + i < end and time < first_seen[offset + i]:
                 first_seen[offset + i] = time

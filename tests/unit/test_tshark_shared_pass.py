@@ -175,3 +175,20 @@ def test_the_control_channel_is_the_session_s_replies_and_commands(control_captu
         assert [verb for verb, _ in channel.commands] == ["NLST"]
         assert [t for _, t in channel.replies] == [1004.0, 1014.0]  # the frames' capture times
 
+
+
+@pytest.mark.parametrize("client_isn", [100, 2**32 - 3, 2**32 - 1])
+def test_the_control_channel_reads_across_a_wrap_of_the_sequence_numbers(tmp_path, client_isn):
+    # an ISN a few bytes below 2**32: the commands' numbers wrap to 0 within the session
+    first, second = (client_isn + 1) % 2**32, (client_isn + 7) % 2**32
+    pcap = tmp_path / "wrap.pcap"
+    write_pcap(pcap, [
+        tcp(CLIENT, SERVER, 40001, 21, client_isn, SYN),
+        tcp(SERVER, CLIENT, 21, 40001, 500, SYN_ACK),
+        tcp(SERVER, CLIENT, 21, 40001, 501, PSH_ACK, b"220 ready\r\n"),
+        tcp(CLIENT, SERVER, 40001, 21, second, PSH_ACK, b"PASV\r\n"),   # before its predecessor
+        tcp(CLIENT, SERVER, 40001, 21, first, PSH_ACK, b"NLST\r\n"),
+    ])
+    channel = ftp.control_channel(pcap, "tcp")
+    assert channel.commands == [("NLST", 1004.0), ("PASV", 1003.0)]
+    assert [code for code, _ in channel.replies] == [220]
