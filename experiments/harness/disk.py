@@ -1,6 +1,7 @@
 """Whether a round's captures fit on the disk that holds the results, asked before the round
 starts. A round that fills the disk fails every run after that moment, and a matrix can be
-large: E1 writes about 14 GB of whole-packet captures per repetition.
+large: E1 would write about 14 GB of whole-packet captures per repetition (1.7 GB as the
+capture of headers its file asks for).
 
 A run's capture is expected to be as large as the captures its point has written so far (their
 mean), or, for a point without any, what the workload expects (`capture_bytes`, where it has
