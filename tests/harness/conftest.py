@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import csv
 import subprocess
 from pathlib import Path
 
@@ -7,6 +8,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    """A CSV file's rows (runs.csv, summary.csv, a run's phases.csv)."""
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
 
 
 def harness(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:

@@ -4,7 +4,6 @@ measure from them what whole packets measure: every smoke run's pcap, cut as suc
 would have held it, gives the same row field by field."""
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -13,14 +12,10 @@ import pytest
 from experiments.benchmarks.capture_of_headers import compare
 from experiments.procedure import HEADERS_SNAPLEN, WHOLE_SNAPLEN
 from experiments.tshark.pcap_records import pcap_format, records
-from tests.harness.conftest import REPO, harness
+from tests.harness.conftest import REPO, harness, rows
 
 MS = 0.001
 
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")

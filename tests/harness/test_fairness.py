@@ -4,7 +4,6 @@ pcap, congestion-window traces that move), and a shorter copy of it interrupted,
 carried through a second round to its report."""
 from __future__ import annotations
 
-import csv
 import json
 import signal
 import subprocess
@@ -16,14 +15,10 @@ import pytest
 from experiments.tshark import fields
 from experiments.tshark.transport import sctp_frames
 from tests.conftest import default_sigint
-from tests.harness.conftest import PYTHON, REPO, harness
+from tests.harness.conftest import PYTHON, REPO, harness, rows
 
 RUN_LIMIT_S = 1800
 
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as handle:
-        return list(csv.DictReader(handle))
 
 
 @pytest.fixture(scope="module")

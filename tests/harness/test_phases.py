@@ -4,7 +4,6 @@ say each file ended, follow each variant's design (a handshake per file or none)
 report draws them."""
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from statistics import fmean
@@ -12,14 +11,10 @@ from statistics import fmean
 import pytest
 
 from experiments.workloads.ftp_phases import PHASES, STALL_CAUSES
-from tests.harness.conftest import harness
+from tests.harness.conftest import harness, rows
 
 MS = 0.001
 
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")

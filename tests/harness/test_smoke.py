@@ -1,20 +1,15 @@
 """The smoke experiment end to end: every point has its n and interval, every run's files were
 verified, times come from real pcaps and agree with the client's own clock."""
-import csv
 import json
 import statistics
-from pathlib import Path
 
 import pytest
 
 from experiments.harness import spec
+from tests.harness.conftest import rows
 
 SIZES = {10240, 204800}
 
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as f:
-        return list(csv.DictReader(f))
 
 
 def test_outputs_exist(smoke):
