@@ -42,13 +42,13 @@ def splice(headers: Path, whole: Path, out: Path) -> int:
                           "link type")
     layout, nano, _ = cut_format
     per_second = 1_000_000_000 if nano else 1_000_000
+    within = round(SAME_PACKET_WITHIN_S * per_second)
     try:
         wanted = list(records(kept, layout))
         pieces, placed, last = _placed(cut, records(cut, layout), kept, wanted, layout,
-                                       per_second)
+                                       per_second, within)
     except Unread:
         raise SpliceError(f"{headers} or {whole} ends inside a packet") from None
-    within = round(SAME_PACKET_WITHIN_S * per_second)
     missing = [r for r in wanted[placed:] if r.seconds * per_second + r.fraction <= last + within]
     if missing:
         first = missing[0]
@@ -61,13 +61,13 @@ def splice(headers: Path, whole: Path, out: Path) -> int:
 
 
 def _placed(cut: bytes, cut_records: Iterator[Record], kept: bytes, wanted: list[Record],
-            layout: struct.Struct, per_second: int) -> tuple[list[bytes | memoryview], int, int]:
+            layout: struct.Struct, per_second: int, within: int
+            ) -> tuple[list[bytes | memoryview], int, int]:
     """The output's records after its file header, as pieces of the two files' bytes; how
     many of `wanted` they hold; the time of the cut capture's last packet (in file units)."""
     cut_view, kept_view = memoryview(cut), memoryview(kept)
     pieces: list[bytes | memoryview] = []
     copied_from, placed, last = _FILE_HEADER, 0, 0
-    within = round(SAME_PACKET_WITHIN_S * per_second)
     for r in cut_records:
         last = r.seconds * per_second + r.fraction
         if placed == len(wanted):
