@@ -33,8 +33,8 @@ packages=(
   mininet iproute2 ethtool iputils-ping
   # measurement and capture
   tcpdump tshark iperf3
-  # FTP programs: build, SCTP library, peers used by tests
-  build-essential libsctp-dev lksctp-tools curl lftp vsftpd
+  # the C programs: build, SCTP and capture libraries, FTP peers used by tests
+  build-essential libsctp-dev libpcap-dev lksctp-tools curl lftp vsftpd
   # harness and analysis, and the venv the `testbed` command is installed in (with Debian's
   # setuptools and wheel: the editable install builds without reaching PyPI)
   python3 python3-pytest python3-yaml python3-scipy python3-matplotlib python3-venv

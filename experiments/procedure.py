@@ -66,13 +66,10 @@ FRAME_KB = 2
 # A capture of headers ([run] capture = "headers"): every frame to this many bytes, the most
 # that Ethernet, an IPv4 header without options and the largest TCP header (60 bytes, options
 # included) take: 94. An SCTP packet of one chunk keeps its chunk's header, TSN and stream
-# (62). Beside it, a capture of the packets kept whole (WHOLE_SNAPLEN: any frame a link's MTU
-# allows), few and small. Its ring costs its start: 1 MB added 0.125 s of wall time to a run's
-# set-up in virtual time and dropped none of 80 LAN runs' packets; 256 KB dropped some in a
-# third of them (the run is then redone).
+# (62). The packets the workload's filter names are kept whole (WHOLE_SNAPLEN: any frame a
+# link's MTU allows), by the same capture (run_capture.py).
 HEADERS_SNAPLEN = 96
 WHOLE_SNAPLEN = 65535
-WHOLE_CAPTURE_BUFFER_KB = 1024
 # A capture in block mode (capture_argv) is handed its last packets when the kernel retires
 # their block: tcpdump's timeout is 1 s, and the kernel retires a block on the second timer tick
 # that finds it unchanged, so within 2 s. Asked every CAPTURE_DRAIN_POLL_S.

@@ -1,8 +1,9 @@
 """`testbed bench capture-of-headers RESULTS`: whether a capture of headers ([run] capture =
 "headers") measures what whole packets measure. For every finished run of an experiment whose
 pcaps hold whole packets, it makes the capture of headers the run would have written (every
-frame cut at HEADERS_SNAPLEN, the workload's filter's packets spliced back whole, by the code a
-run uses), analyses both the same way, and compares the rows field by field. It prints the
+frame cut at HEADERS_SNAPLEN but those the workload's filter names, by runcapture --read: the
+filter program a run's capture installs in the kernel), analyses both the same way, and
+compares the rows field by field. It prints the
 runs compared, those that differ and in which fields, and the bytes of both captures; writes
 results/bench-capture-of-headers.json."""
 from __future__ import annotations
@@ -19,8 +20,9 @@ from topology.kernel.base import REPO_ROOT
 
 from ..harness import analyze, spec
 from ..harness.ledger import Ledger
-from ..procedure import HEADERS_SNAPLEN
-from ..tshark.pcap_splice import cut, splice
+from ..procedure import HEADERS_SNAPLEN, WHOLE_SNAPLEN
+from ..tshark.pcap_records import pcap_format, records
+from ..workloads.base import require_programs
 
 OUTPUT = REPO_ROOT / "results" / "bench-capture-of-headers.json"
 # fields that describe the capture itself, not what it measured
@@ -28,17 +30,17 @@ NOT_MEASURED = ("pcap_bytes",)
 
 
 def capture_of_headers(whole: Path, keep_whole: str, out: Path) -> int:
-    """Writes `out`: what a capture of headers of `whole`'s packets holds; the packets kept
-    whole."""
-    cut_pcap, kept_pcap = out.with_suffix(".cut"), out.with_suffix(".kept")
-    cut(whole, cut_pcap, HEADERS_SNAPLEN)
-    subprocess.run(["tcpdump", "-r", str(whole), "-w", str(kept_pcap), keep_whole],
-                   check=True, capture_output=True)
-    try:
-        return splice(cut_pcap, kept_pcap, out)
-    finally:
-        cut_pcap.unlink()
-        kept_pcap.unlink()
+    """Writes `out`: what a capture of headers of `whole`'s packets holds; how many of its
+    packets longer than the cut it keeps whole."""
+    runcapture = require_programs("runcapture")["runcapture"]
+    subprocess.run([runcapture, "--read", str(whole), "--write", str(out),
+                    "-s", str(WHOLE_SNAPLEN), "--headers", str(HEADERS_SNAPLEN),
+                    "--keep", keep_whole], check=True, capture_output=True)
+    data = out.read_bytes()
+    layout = pcap_format(data)
+    assert layout is not None
+    return sum(1 for r in records(data, layout[0])
+               if r.captured == r.length > HEADERS_SNAPLEN)
 
 
 def compare_run(experiment: spec.Experiment, run_dir: Path, record: dict[str, Any],

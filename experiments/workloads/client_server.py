@@ -1,10 +1,14 @@
 """One client-server run on `path`, the shape ftp-mget's and http-page's runs share: the server
-and a capture of the client's interface started side by side (each costs a few hundred ms in
-the kernel), the client run to its end within the run's limit, and the capture stopped and
-moved to the run's pcap however the run went, once the client's connections and associations
-have closed (or TEARDOWN_LIMIT_S; VIRTUAL_TEARDOWN_LIMIT_S in virtual time); a capture that
-wrote fewer packets than it was handed fails the run (it is redone). The capture is in
-immediate mode in real time and in block mode in virtual time (`capture_immediate`)."""
+started and the client's interface captured into the run's pcap, the client run to its end
+within the run's limit, and the run's pcap closed however the run went, once the client's
+connections and associations have closed (or TEARDOWN_LIMIT_S; VIRTUAL_TEARDOWN_LIMIT_S in
+virtual time) and every packet the kernel handed the capture is written; a capture that wrote
+fewer packets than it was handed fails the run (it is redone).
+
+The capture lives as long as the topology (`run_capture.RunCapture`, held in `net.held`): one
+start per topology instead of a tcpdump per run. It is in immediate mode in real time and in
+block mode in virtual time (`capture_immediate`); a run whose ring or capture differs from the
+held one's starts a new one."""
 from __future__ import annotations
 
 import os
@@ -16,94 +20,103 @@ from typing import TYPE_CHECKING, Any
 
 from .. import procedure
 from ..procedure import RunFailure
-from ..tshark.pcap_splice import SpliceError, splice
+from ..run_capture import CaptureSettings, RunCapture
 from .base import capture_immediate
 
 if TYPE_CHECKING:
     from topology.net.base import Topology
 
 CLIENT_IF = "client-eth0"
+CAPTURE = "client capture"
+
+
+def capture_settings(run: dict[str, Any], keep_whole: str) -> CaptureSettings:
+    """The run's capture: whole packets (up to [run] snaplen), or with [run] capture =
+    "headers" every packet cut at HEADERS_SNAPLEN but those `keep_whole` (a pcap filter) names;
+    a ring sized to the run's links."""
+    ring_kb = procedure.capture_buffer_kb([shape.get("rate_bps")
+                                           for shape in run["links"].values()])
+    if run.get("capture") == "headers":
+        return CaptureSettings(procedure.WHOLE_SNAPLEN, ring_kb, capture_immediate(),
+                               procedure.HEADERS_SNAPLEN, keep_whole)
+    return CaptureSettings(run["snaplen"], ring_kb, capture_immediate())
+
+
+def held_capture(net: Topology, run: dict[str, Any], keep_whole: str) -> RunCapture:
+    """The topology's capture of the client's interface, started if it has none like the
+    run's (or the one it has stopped)."""
+    settings = capture_settings(run, keep_whole)
+    held = net.held.get(CAPTURE)
+    if isinstance(held, RunCapture) and held.settings == settings and held.alive():
+        return held
+    if held is not None:
+        net.held.pop(CAPTURE).stop()
+    capture = RunCapture(net.node("client").popen, CLIENT_IF, settings,
+                         run["workload"]["runcapture"])
+    net.held[CAPTURE] = capture
+    return capture
 
 
 @contextmanager
 def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any],
                        mark: Callable[[str], None], server_argv: Sequence[str],
                        server_log: Path, keep_whole: str = "") -> Iterator[None]:
-    """The server on `server` and tcpdump on the client's interface, both ready, for the
-    block's length; record["capture"] holds tcpdump's closing counts, record["pcap"] the
-    pcap's path once it is in place. A capture of headers (run["capture"]) is two: every
-    packet cut at HEADERS_SNAPLEN, and the packets of `keep_whole` (a BPF filter) whole,
-    spliced into one pcap once both stopped (record["whole_capture"]: the second's counts)."""
+    """The server on `server` and the run's pcap open, for the block's length;
+    record["capture"] holds the capture's counts, record["pcap"] the pcap's path once it is in
+    place."""
     client, server = net.node("client"), net.node("server")
     pcap_partial = Path(run["pcap"] + ".partial")
-    whole_partial = Path(run["pcap"] + ".whole.partial")
-    headers = run.get("capture") == "headers"
-    process = capture = whole = None
+    process = capture = None
     try:
         process = procedure.launch_logged(server.popen, server_argv, server_log)
-        ring_kb = procedure.capture_buffer_kb([shape.get("rate_bps")
-                                               for shape in run["links"].values()])
-        capture = procedure.launch_capture(
-            client.popen, CLIENT_IF, pcap_partial,
-            procedure.HEADERS_SNAPLEN if headers else run["snaplen"], buffer_kb=ring_kb,
-            immediate=capture_immediate())
-        if headers:
-            whole = procedure.launch_capture(
-                client.popen, CLIENT_IF, whole_partial, procedure.WHOLE_SNAPLEN, keep_whole,
-                buffer_kb=procedure.WHOLE_CAPTURE_BUFFER_KB, immediate=capture_immediate())
-        record["capture_ring_kb"] = ring_kb
-        record["capture_mode"] = "immediate" if capture_immediate() else "block"
+        try:
+            capture = held_capture(net, run, keep_whole)
+            capture.open(pcap_partial)
+        except RunFailure:
+            _let_go(net)
+            raise
+        record["capture_ring_kb"] = capture.settings.buffer_kb
+        record["capture_mode"] = "immediate" if capture.settings.immediate else "block"
         procedure.await_ready(process, server_argv, server_log)
-        procedure.await_capture(capture, CLIENT_IF)
-        if whole is not None:
-            procedure.await_capture(whole, CLIENT_IF)
         mark("server_and_capture_start")
         yield
     finally:
-        if capture is not None:
-            # the capture ends with the sessions' closing exchanges, not in the middle of them:
-            # so it holds the whole session, the next run's capture none of it, and tcpdump is
-            # not handed the last packets while it stops (a run redone for nothing)
+        if capture is not None and capture.is_open:
+            # the pcap ends with the sessions' closing exchanges, not in the middle of them:
+            # so it holds the whole session and the next run's none of it
             record["teardown_s"] = procedure.await_sessions_closed(
                 (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
                 else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
-            if whole is None:
-                record["capture"] = procedure.stop_capture(capture)
-            else:
-                record["capture"], record["whole_capture"] = procedure.stop_captures(
-                    [capture, whole])
-            _put_in_place(pcap_partial, whole_partial if whole is not None else None, run,
-                          record)
+            _close(net, capture, pcap_partial, run, record)
         if process is not None:
             procedure.stop(process)
+    if record.get("capture_error"):
+        raise RunFailure(record["capture_error"])
     shortfall = procedure.capture_shortfall(record.get("capture", {}))
-    whole_shortfall = procedure.capture_shortfall(record.get("whole_capture", {}))
-    if shortfall or whole_shortfall:
-        raise RunFailure(shortfall or f"the capture of whole packets: {whole_shortfall}")
-    if record.get("splice_error"):
-        raise RunFailure(record["splice_error"])
+    if shortfall:
+        raise RunFailure(shortfall)
 
 
-def _put_in_place(pcap_partial: Path, whole_partial: Path | None, run: dict[str, Any],
-                  record: dict[str, Any]) -> None:
-    """The run's pcap from its capture (and the packets captured whole, spliced in). A splice
-    that fails leaves the cut capture as the run's pcap, the whole one beside it until the
-    next round, and the run failed (it is redone)."""
-    if not pcap_partial.exists():
-        return
-    if whole_partial is not None and not whole_partial.exists():
-        record["splice_error"] = "the capture of whole packets wrote no pcap"
-    elif whole_partial is not None:
-        spliced = Path(run["pcap"] + ".spliced.partial")
-        try:
-            record["whole_packets"] = splice(pcap_partial, whole_partial, spliced)
-        except SpliceError as error:
-            record["splice_error"] = f"the capture of headers could not be made whole: {error}"
-        else:
-            os.replace(spliced, pcap_partial)
-            whole_partial.unlink()
-    os.replace(pcap_partial, run["pcap"])
-    record["pcap"] = run["pcap"]
+def _let_go(net: Topology) -> None:
+    held = net.held.pop(CAPTURE, None)
+    if held is not None:
+        held.stop()
+
+
+def _close(net: Topology, capture: RunCapture, pcap_partial: Path, run: dict[str, Any],
+           record: dict[str, Any]) -> None:
+    """The run's pcap closed and moved into place; a capture that fails is recorded (the run
+    fails after its server stopped) and let go, the next run starts another."""
+    started = time.monotonic()
+    try:
+        record["capture"] = capture.close()
+    except RunFailure as failure:
+        record["capture_error"] = str(failure)
+        _let_go(net)
+    record["capture_close_s"] = time.monotonic() - started
+    if pcap_partial.exists():
+        os.replace(pcap_partial, run["pcap"])
+        record["pcap"] = run["pcap"]
 
 
 def run_client(net: Topology, argv: Sequence[str], run_dir: Path, timeout_s: float,

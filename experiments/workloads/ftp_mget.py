@@ -303,7 +303,7 @@ class FtpMget:
 
     # -- before the runs -----------------------------------------------------------------------
     def prepare(self, experiment: Experiment, data_root: Path) -> dict[str, Any]:
-        programs = require_programs("ftpd", "ftpc")
+        programs = require_programs("ftpd", "ftpc", "runcapture")
         settings: Settings = experiment.settings
         data = {}
         for size in settings.file_sizes:

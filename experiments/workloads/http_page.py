@@ -178,7 +178,7 @@ class HttpPage:
         if experiment.snaplen:
             raise WorkloadError(f"{experiment.file}: the HTTP reading needs whole packets: "
                                 f"drop [run] snaplen (it is {experiment.snaplen})")
-        programs = require_programs("httpd", "httpc")
+        programs = require_programs("httpd", "httpc", "runcapture")
         settings: Settings = experiment.settings
         pages = {}
         for size in settings.document_sizes:

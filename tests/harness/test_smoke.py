@@ -63,15 +63,12 @@ def test_every_run_was_verified_and_timed_from_its_pcap(smoke):
         assert (smoke / run["pcap"]).is_file()
         record = json.loads((smoke / "runs" / run["run_id"] / "result.json").read_text())
         assert record["status"] == "ok" and not record["reasons"]
-        # tcpdump wrote every packet the kernel handed it, and the kernel dropped none; in
-        # real time it was woken for each
+        # the capture wrote every packet the kernel handed it while the run's pcap was open,
+        # and the kernel dropped none; in real time it was woken for each
         assert record["capture_mode"] == "immediate"
         capture = record["capture"]
-        assert capture["dropped"] == 0 and capture["captured"] > 0
-        # all it was handed, but for what came after the drain (after the sessions' close)
-        assert capture["received"] - capture["after_drain"] <= capture["captured"] \
-            <= capture["received"]
-        assert capture["drain_ms"] >= 0  # asked before it stopped, and it had read them all
+        assert capture["dropped"] == 0 and capture["captured"] == capture["received"] > 0
+        assert capture["drain_ms"] >= 0  # it had read them all before the pcap closed
 
 
 def test_pcap_and_client_times_agree(smoke):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from mininet.link import Link
 from mininet.log import setLogLevel
@@ -51,6 +51,12 @@ class Egress:
         tc_batch(self.node, shaping.build(self.dev, self.shape, self.frame_bytes))
 
 
+class Held(Protocol):
+    """Something a topology holds for its runs (`Topology.held`) and stops at its end."""
+
+    def stop(self) -> None: ...
+
+
 class Topology:
     """Base of path, dumbbell and dualpath. Subclasses add nodes and links in `_add` and
     name their shaped directions in `self.egress`."""
@@ -68,6 +74,9 @@ class Topology:
         self.net: Mininet | None = None
         self.egress: dict[str, Egress] = {}
         self.timings_s: dict[str, float] = {}
+        # what lives as long as the topology (a capture held across its runs), by name:
+        # stopped before the nodes go
+        self.held: dict[str, Held] = {}
 
     def egress_of(self, node: Node, dev: str, shape: LinkShape) -> Egress:
         """A shaped direction whose rate limiter lets this topology's largest frame through."""
@@ -101,8 +110,12 @@ class Topology:
         if self.net is None:
             return
         started = time.monotonic()
-        net, self.net = self.net, None
-        net.stop()
+        try:
+            while self.held:
+                self.held.popitem()[1].stop()
+        finally:
+            net, self.net = self.net, None
+            net.stop()
         self.timings_s["teardown"] = time.monotonic() - started
 
     # -- what subclasses provide ---------------------------------------------------------------
