@@ -28,6 +28,7 @@ from .procedure import STARTUP_TIMEOUT_S, Launch, RunFailure, stop
 # `close` waits for the kernel to hand over the last packets: in block mode up to its block
 # timer (tcpdump's 1 s timeout: within 2 s), then answers; a little more for the answer.
 ANSWER_LIMIT_S = 30.0
+QUIT_LIMIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,13 @@ class RunCapture:
                 (field.split("=", 1) for field in answer.split())}
 
     def stop(self) -> None:
+        """Asked to quit (an open pcap is closed as `close` does); signalled if it does not."""
         if self.process.stdin is not None and self.alive():
             try:
                 self.process.stdin.write(b"quit\n")
                 self.process.stdin.close()
-            except OSError:
+                self.process.wait(timeout=QUIT_LIMIT_S)
+            except (OSError, subprocess.TimeoutExpired):
                 pass
         stop(self.process)
         for stream in (self.process.stdout, self.process.stderr):
