@@ -36,6 +36,15 @@ static void on_packet(unsigned char *user, const struct pcap_pkthdr *h,
   f->written++;
 }
 
+/* Packets the kernel handed over (counted in `stats`, drops aside) that are
+ * not read yet.  libpcap's counts are 32 bits wide and wrap: the difference
+ * is taken modulo 2^32. */
+static uint32_t unread(const struct pcap_stat *stats, uint64_t read) {
+  uint32_t pending =
+      (uint32_t)(stats->ps_recv - stats->ps_drop) - (uint32_t)read;
+  return pending < 0x80000000u ? pending : 0;
+}
+
 int capfile_read_ring(struct capfile *f) {
   int n;
   do {
@@ -56,8 +65,7 @@ int capfile_open(struct capfile *f, const char *path, char *err, size_t n) {
     (void)str_fmt(err, n, "%s", pcap_geterr(f->src));
     return -1;
   }
-  uint64_t readable = (uint32_t)(f->since.ps_recv - f->since.ps_drop);
-  f->before_open = readable > f->read ? readable - f->read : 0;
+  f->before_open = unread(&f->since, f->read);
   f->out = pcap_dump_open(f->src, path);
   if (f->out == NULL) {
     (void)str_fmt(err, n, "%s", pcap_geterr(f->src));
@@ -77,7 +85,7 @@ static int handed(struct capfile *f, struct capcounts *c) {
   }
   c->received = (uint32_t)(now.ps_recv - f->since.ps_recv);
   c->dropped = (uint32_t)(now.ps_drop - f->since.ps_drop);
-  return (uint32_t)(now.ps_recv - now.ps_drop) > (uint32_t)f->read;
+  return unread(&now, f->read) > 0;
 }
 
 static int drain(struct capfile *f, int limit_ms, struct capcounts *c) {
