@@ -11,6 +11,7 @@ import struct
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,19 @@ def test_a_filter_it_cannot_compile_is_an_error_naming_it(bindir, tmp_path):
         assert usage.returncode == 2 and "usage: runcapture" in usage.stderr, argv
 
 
+@contextmanager
+def links(steps: list[list[str]], undo: list[list[str]]) -> Iterator[None]:
+    """Namespaces and links made by `steps` (ip commands), removed by `undo` however the test
+    ends."""
+    try:
+        for step in steps:
+            subprocess.run(step, check=True, capture_output=True)
+        yield
+    finally:
+        for step in undo:
+            subprocess.run(step, capture_output=True)
+
+
 @pytest.fixture
 def veth() -> Iterator[str]:
     """A veth pair, one end here (10.77.0.1), the other in a namespace of its own (PEER)."""
@@ -116,13 +130,8 @@ def veth() -> Iterator[str]:
              ["ip", "link", "set", here, "up"],
              ["ip", "netns", "exec", namespace, "ip", "addr", "add", f"{PEER}/24", "dev", there],
              ["ip", "netns", "exec", namespace, "ip", "link", "set", there, "up"]]
-    try:
-        for step in steps:
-            subprocess.run(step, check=True, capture_output=True)
+    with links(steps, [["ip", "link", "del", here], ["ip", "netns", "del", namespace]]):
         yield here
-    finally:
-        subprocess.run(["ip", "link", "del", here], capture_output=True)
-        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
 
 
 def ping(count: int, size: int = 1000) -> None:
@@ -212,13 +221,8 @@ def client_side() -> Iterator[str]:
               "name", "peer0", "netns", peer_ns],
              ["ip", "-n", namespace, "link", "set", "client-eth0", "up"],
              ["ip", "-n", peer_ns, "link", "set", "peer0", "up"]]
-    try:
-        for step in steps:
-            subprocess.run(step, check=True, capture_output=True)
+    with links(steps, [["ip", "netns", "del", namespace], ["ip", "netns", "del", peer_ns]]):
         yield namespace
-    finally:
-        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
-        subprocess.run(["ip", "netns", "del", peer_ns], capture_output=True)
 
 
 class FakeTopology:
