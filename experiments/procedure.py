@@ -364,7 +364,7 @@ def drain_captures(captures: Sequence[subprocess.Popen[bytes]],
                 pending.discard(i)
                 continue
             capture.send_signal(signal.SIGUSR1)
-            said[i] += _read_line(capture.stderr.fileno(), limit_s)
+            said[i] += read_line(capture.stderr.fileno(), limit_s)
             counts = capture_counts(said[i])
             if counts.get("captured", -1) >= counts.get("received", 0):
                 drained[i] = (time.monotonic() - started, counts["captured"])
@@ -374,7 +374,7 @@ def drain_captures(captures: Sequence[subprocess.Popen[bytes]],
     return drained
 
 
-def _read_line(stream: int, timeout_s: float) -> str:
+def read_line(stream: int, timeout_s: float) -> str:
     """What a pipe says up to the end of its next line (or its end, or the time limit)."""
     said, deadline = b"", time.monotonic() + timeout_s
     while not said.endswith(b"\n") and (remaining := deadline - time.monotonic()) > 0:

@@ -15,15 +15,12 @@ and runcapture's filter returns `headers` where the compiled `keep` rejects.
 Standard library only, as procedure.py."""
 from __future__ import annotations
 
-import os
-import select
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .procedure import STARTUP_TIMEOUT_S, Launch, RunFailure, stop
+from .procedure import STARTUP_TIMEOUT_S, Launch, RunFailure, read_line, stop
 
 # `close` waits for the kernel to hand over the last packets: in block mode up to its block
 # timer (tcpdump's 1 s timeout: within 2 s), then answers; a little more for the answer.
@@ -58,7 +55,6 @@ class RunCapture:
         self.argv = settings.argv(binary, iface)
         self.process = launch(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
-        self._said = b""
         self.is_open = False
         self._answer("listening on", STARTUP_TIMEOUT_S)
 
@@ -104,23 +100,15 @@ class RunCapture:
         return self._answer(expected, ANSWER_LIMIT_S)
 
     def _answer(self, expected: str, limit_s: float) -> str:
-        """The next answer line; what follows `expected`, or RunFailure."""
+        """The next answer line (one per command); what follows `expected`, or RunFailure."""
         assert self.process.stdout is not None
-        stream = self.process.stdout.fileno()
-        deadline = time.monotonic() + limit_s
-        while b"\n" not in self._said:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([stream], [], [], remaining)[0]:
-                self._fail(f"runcapture on {self.iface} did not answer within {limit_s:.0f} s")
-            chunk = os.read(stream, 4096)
-            if not chunk:
-                self._fail(f"runcapture on {self.iface} exited")
-            self._said += chunk
-        line, self._said = self._said.split(b"\n", 1)
-        text = line.decode(errors="replace")
-        if not text.startswith(expected):
-            self._fail(f"runcapture on {self.iface}: {text[:300]}")
-        return text[len(expected):].strip()
+        said = read_line(self.process.stdout.fileno(), limit_s)
+        if not said.endswith("\n"):
+            self._fail(f"runcapture on {self.iface} exited" if not self.alive() else
+                       f"runcapture on {self.iface} did not answer within {limit_s:.0f} s")
+        if not said.startswith(expected):
+            self._fail(f"runcapture on {self.iface}: {said.strip()[:300]}")
+        return said[len(expected):].strip()
 
     def _fail(self, reason: str) -> None:
         if self.alive():

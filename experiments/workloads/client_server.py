@@ -49,8 +49,7 @@ def held_capture(net: Topology, run: dict[str, Any], keep_whole: str) -> RunCapt
     held = net.held.get(CAPTURE)
     if isinstance(held, RunCapture) and held.settings == settings and held.alive():
         return held
-    if held is not None:
-        net.held.pop(CAPTURE).stop()
+    _let_go(net)
     capture = RunCapture(net.node("client").popen, CLIENT_IF, settings,
                          run["workload"]["runcapture"])
     net.held[CAPTURE] = capture

@@ -64,14 +64,6 @@ pcap_t *capsource_open(const struct capopts *o, struct bpf_program *prog) {
   return p;
 }
 
-unsigned capsource_keep(const struct bpf_program *prog,
-                        const struct pcap_pkthdr *h, const unsigned char *b) {
-  if (prog->bf_insns == NULL) {
-    return h->caplen;
-  }
-  return (unsigned)pcap_offline_filter(prog, h, b);
-}
-
 int capsource_cut_program(pcap_t *p, const char *keep, int headers,
                           struct bpf_program *prog) {
   if (pcap_compile(p, prog, keep, 1, PCAP_NETMASK_UNKNOWN) != 0) {

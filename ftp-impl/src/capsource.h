@@ -9,14 +9,10 @@
 #include "capopts.h"
 
 /* The source o names, activated, with its filter program installed in the
- * kernel (a live capture) or in *prog (a file: apply it with
- * capsource_keep); NULL, with the reason on stderr, if it cannot open. */
+ * kernel (a live capture) or in *prog (a file: pcap_offline_filter returns
+ * the bytes it keeps of a packet); NULL, with the reason on stderr, if it
+ * cannot open. */
 pcap_t *capsource_open(const struct capopts *o, struct bpf_program *prog);
-
-/* How many bytes of a packet the program keeps (0: none; a file's packets
- * only, the kernel does this for a live capture). */
-unsigned capsource_keep(const struct bpf_program *prog,
-                        const struct pcap_pkthdr *h, const unsigned char *b);
 
 /* `keep` compiled into a program that keeps the packets it matches up to
  * the snapshot length and `headers` bytes of every other one: each of the

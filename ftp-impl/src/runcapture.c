@@ -153,7 +153,7 @@ static int cut_file(pcap_t *p, const struct bpf_program *prog,
   }
   while ((status = pcap_next_ex(p, &h, &bytes)) == 1) {
     struct pcap_pkthdr cut = *h;
-    unsigned keep = capsource_keep(prog, h, bytes);
+    unsigned keep = (unsigned)pcap_offline_filter(prog, h, bytes);
     if (keep < cut.caplen) {
       cut.caplen = keep;
     }
