@@ -29,8 +29,8 @@ done
 packages=(
   # pinned kernel and its tools
   user-mode-linux kmod procps psmisc util-linux
-  # topologies and shaping
-  mininet iproute2 ethtool iputils-ping
+  # topologies and shaping (pyroute2: the routers' queue counters over netlink)
+  mininet iproute2 ethtool iputils-ping python3-pyroute2
   # measurement and capture
   tcpdump tshark iperf3
   # the C programs: build, SCTP and capture libraries, FTP peers used by tests

@@ -14,7 +14,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from topology.fidelity import probes
-from topology.net import DualPath, Dumbbell, PathTopology
+from topology.net import DualPath, Dumbbell, PathTopology, shaping
 from topology.net.addresses import SERVER_IP
 from topology.params import LinkShape, Queue
 
@@ -81,6 +81,8 @@ def exercise_path(out: dict[str, Any]) -> None:
 
         path.set_both(shape.with_changes(delay_s=0.002, rate_bps=3e6, loss=0.2))
         out["loss_20pct"] = probes.udp_loss(client, server, SERVER_IP, 2000, 100, 1000.0)
+        out["counters_tc"] = counters_by_tc(path)
+        out["counters_netlink"] = path.queue_counters()
 
         path.set_link("up", shape.with_changes(queue=Queue(20, "packets")))
         out["router_qdisc_20p"] = qdiscs(router, "router-eth1")
@@ -88,6 +90,16 @@ def exercise_path(out: dict[str, Any]) -> None:
         out["router_qdisc_100kb"] = qdiscs(router, "router-eth1")
         path.set_link("up", shape.with_changes(rate_bps=None))
         out["router_qdisc_unlimited"] = qdiscs(router, "router-eth1")
+
+
+def counters_by_tc(topology) -> dict[str, dict[str, int]]:
+    """The queue counters as `tc -s -j qdisc show` prints them: what the netlink reading
+    (Topology.queue_counters) must agree with."""
+    out = {}
+    for direction, egress in topology.egress.items():
+        qdiscs = json.loads(egress.node.cmd(f"tc -s -j qdisc show dev {egress.dev}"))
+        out[direction] = shaping.counters(qdiscs)
+    return out
 
 
 def tx_bytes(router, dev: str) -> int:

@@ -59,6 +59,18 @@ def test_loss_is_bernoulli_at_the_configured_ratio(inside):
     assert (sent - received) / sent == pytest.approx(0.20, abs=0.045)
 
 
+def test_queue_counters_read_over_netlink_are_tcs(inside):
+    assert inside["counters_netlink"] == inside["counters_tc"]
+    up = inside["counters_netlink"]["up"]
+    # the links were lossless before the UDP probe, whose datagrams went up: every one lost
+    # on the way is a netem drop on the router (a few more packets crossed while the link was
+    # lossy, the earlier probes' last segments among them, and may have been dropped too)
+    probe = inside["loss_20pct"]
+    lost = probe["sent"] - probe["received"] - probe["receiver_drops"]
+    assert lost <= up["loss_drops"] <= lost + 20
+    assert up["packets"] > probe["received"]
+
+
 def test_queue_limits_in_packets_and_bytes(inside):
     assert "pfifo 20: parent 10:1 limit 20p" in inside["router_qdisc_20p"]
     assert "bfifo 20: parent 10:1 limit 100000b" in inside["router_qdisc_100kb"]

@@ -128,6 +128,14 @@ def config_sha256() -> str | None:
         return None
 
 
+def boot_id() -> str:
+    """Which boot of the kernel this is: batches that name one boot ran in one kernel."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
 def collect() -> dict[str, Any]:
     uname = os.uname()
     return {
@@ -137,6 +145,7 @@ def collect() -> dict[str, Any]:
         "host_cpu": host_cpu(),
         "kernel_release": uname.release,
         "kernel_version": uname.version,
+        "boot_id": boot_id(),
         "kernel_config_sha256": config_sha256(),
         "machine": uname.machine,
         "sysctls": sysctls(),

@@ -2,7 +2,6 @@
 forward, wire-sized frames, shaped router egresses, and a teardown that always runs."""
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Protocol
 
@@ -14,6 +13,7 @@ from mininet.node import Host, Node
 from ..params import LinkShape, ParameterError
 from . import shaping
 from .node_exec import run_script, tc_batch
+from .qdisc_stats import QdiscStats, QdiscStatsError
 
 # Segmentation and receive offloads would make captures show super-frames up to 64 KB and
 # hide the packets the wire carries; checksum offload would leave them with bad checksums.
@@ -77,6 +77,8 @@ class Topology:
         # what lives as long as the topology (a capture held across its runs), by name:
         # stopped before the nodes go
         self.held: dict[str, Held] = {}
+        # per node that shapes an egress: its qdiscs' counters, read over netlink
+        self.qdisc_stats: dict[str, QdiscStats] = {}
 
     def egress_of(self, node: Node, dev: str, shape: LinkShape) -> Egress:
         """A shaped direction whose rate limiter lets this topology's largest frame through."""
@@ -101,6 +103,9 @@ class Topology:
             self._configure()
             for egress in self.egress.values():
                 egress.apply()
+                if egress.node.name not in self.qdisc_stats:
+                    self.qdisc_stats[egress.node.name] = QdiscStats(egress.node.pid,
+                                                                    egress.node.name)
         except BaseException:
             self.stop()
             raise
@@ -114,6 +119,8 @@ class Topology:
             while self.held:
                 self.held.popitem()[1].stop()
         finally:
+            while self.qdisc_stats:
+                self.qdisc_stats.popitem()[1].close()
             net, self.net = self.net, None
             net.stop()
         self.timings_s["teardown"] = time.monotonic() - started
@@ -200,20 +207,15 @@ class Topology:
     def queue_counters(self) -> dict[str, dict[str, int]]:
         """Per shaped direction, its router's cumulative counters (shaping.counters): take them
         before and after a run, and the difference is what the run did to the queues. One
-        `tc` per router, however many egresses it shapes."""
+        netlink dump per router, however many egresses it shapes."""
         trees: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for egress in self.egress.values():
-            if egress.node.name not in trees:
-                out = egress.node.cmd("tc -s -j qdisc show")
+            name = egress.node.name
+            if name not in trees:
                 try:
-                    qdiscs = json.loads(out)
-                    by_dev: dict[str, list[dict[str, Any]]] = {}
-                    for qdisc in qdiscs:
-                        by_dev.setdefault(qdisc.get("dev"), []).append(qdisc)
-                except (json.JSONDecodeError, TypeError, AttributeError):
-                    raise TopologyError(f"{egress.node.name}: unreadable qdisc statistics: "
-                                        f"{out.strip()[:200]}") from None
-                trees[egress.node.name] = by_dev
+                    trees[name] = self.qdisc_stats[name].by_device()
+                except (QdiscStatsError, OSError) as error:
+                    raise TopologyError(f"{name}: unreadable qdisc statistics: {error}") from None
         return {direction: shaping.counters(trees[egress.node.name].get(egress.dev, []))
                 for direction, egress in self.egress.items()}
 
