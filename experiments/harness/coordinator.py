@@ -24,10 +24,12 @@ from ..workloads.base import Point, WorkloadError
 from . import disk, forecast, launch, slurm, stamps, tables
 from .alongside import RoundAnalysis
 from .analyze import analyses
+from .kernel_session import KernelGone, KernelSession, close_all, keeps_kernels
 from .ledger import Ledger, LedgerBusy
 from .profiles import sysctls_for
 from .progress import Progress
 from .spec import Experiment
+from .wall_profile import KERNELS_STOP
 
 MAX_FAILURES_PER_POINT = 3
 T = TypeVar("T")
@@ -99,12 +101,18 @@ class Harness:
         # (estimate_s, wall_s) of the runs this process saw end, for the progress line's ETA
         self.wall_samples: list[tuple[float, float]] = []
         self._intended: tuple[str, str] | None = None
+        # per worker, its kernel kept across rounds (real time only: kernel_session.py)
+        self.sessions: dict[int, KernelSession] = {}
+        self._keeps_kernels: bool | None = None
 
     # -- the whole experiment ---------------------------------------------------------------
     def run(self) -> Path:
         try:
             with self.ledger.lock():
-                return self._run()
+                try:
+                    return self._run()
+                finally:
+                    self.timed(KERNELS_STOP, self.close_sessions)
         except (LedgerBusy, WorkloadError, slurm.SlurmError) as error:
             raise HarnessError(str(error)) from None
 
@@ -112,6 +120,7 @@ class Harness:
         self.ledger.prepare()
         self.refuse_mixed_kernels(self.intended_kernel())
         self.testbed()  # once, before the batches' threads ask for it
+        self.keeps_kernels()  # likewise
         self.prepared = self.workload.prepare(self.experiment, self.ledger.data)
         round_number = 0
         while True:
@@ -331,8 +340,43 @@ class Harness:
         if not (batch or (shared or {}).get("stealable")) or stop.is_set():
             return None
         tag = f"{self.tag_host()}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
-        error = launch.run_batch_file(self.write_batch(tag, batch, shared), self.kernel)
+        batch_file = self.write_batch(tag, batch, shared)
+        if not self.keeps_kernels():
+            error = launch.run_batch_file(batch_file, self.kernel)
+        else:
+            error = self.in_session(index, batch_file)
         return f"worker {index + 1}: {error}" if error else None
+
+    def in_session(self, index: int, batch_file: Path) -> str | None:
+        """The batch run in worker `index`'s kept kernel; in a new one if that one had stopped
+        before it took the batch. A kernel that failed a batch is not used again."""
+        try:
+            error = self.session(index).run_batch_file(batch_file)
+        except KernelGone as gone:
+            print(f"warning: worker {index + 1}'s kernel had stopped ({gone}); booting another",
+                  flush=True)
+            self.sessions.pop(index).close()
+            error = self.session(index).run_batch_file(batch_file)
+        if error:
+            self.sessions.pop(index).close()
+        return error
+
+    def keeps_kernels(self) -> bool:
+        if self._keeps_kernels is None:
+            self._keeps_kernels = keeps_kernels(self.kernel)
+        return self._keeps_kernels
+
+    def session(self, index: int) -> KernelSession:
+        """Worker `index`'s kernel, booted if it has none that lives."""
+        session = self.sessions.get(index)
+        if session is None or not session.alive:
+            folder = self.ledger.work / f"{self.tag_host()}-kernel{index + 1}-{int(time.time())}"
+            session = self.sessions[index] = KernelSession(self.kernel, folder)
+        return session
+
+    def close_sessions(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        close_all(sessions)
 
 
 class RoundWatch:

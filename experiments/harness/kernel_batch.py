@@ -4,7 +4,9 @@ runs; each run gets its sysctls on every end host, then its workload runs it (wh
 which node, what it captures, how its data are verified). A run's record is written last and
 atomically: a run without one did not happen.
 
-    python3 -m experiments.harness.kernel_batch BATCH.json"""
+    python3 -m experiments.harness.kernel_batch BATCH.json
+
+(kernel_serve.py runs batch after batch in one boot with these same functions.)"""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,6 @@ import shlex
 import shutil
 import sys
 import time
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,11 @@ class Marks:
     def __call__(self, step: str, run: str = "") -> None:
         if self.out is not None:
             self.out.write(json.dumps({"step": step, "run": run}) + "\n")
+
+    def close(self) -> None:
+        if self.out is not None:
+            self.out.close()
+            self.out = None
 
 
 def write_record(run_dir: Path, record: dict[str, Any]) -> None:
@@ -151,40 +157,99 @@ def cached_tcp_metrics(net: Topology) -> dict[str, list[str]]:
             for host in net.end_hosts()}
 
 
-def main(batch_file: str) -> int:
+class Topologies:
+    """The topology this kernel has up. Consecutive runs of one structure share one build, also
+    across batches when the kernel serves several (`serve`): a build, its link checks and its
+    teardown cost seconds. Its link checks are made once per link setting while it lives."""
+
+    def __init__(self, marks: Marks) -> None:
+        self.marks = marks
+        self.net: Topology | None = None
+        self.structure = ""
+        self.checked: set[str] = set()
+
+    def for_run(self, run: dict[str, Any], collected: dict[str, Any]) -> Topology:
+        """The topology for `run`, built if the one up has another structure; its link check
+        made if the run's link setting has none yet (recorded in `collected`)."""
+        structure = sharing.structure(run)
+        if self.net is None or structure != self.structure:
+            self.stop(collected)
+            net = build({**run["topology"], "links": run["links"]})
+            net.start()
+            self.net, self.structure, self.checked = net, structure, set()
+            collected["topology_build_s"].append(net.timings_s["build"])
+            self.marks("topology")
+        signature = link_signature(run)
+        if signature not in self.checked:
+            self.checked.add(signature)
+            collected["link_checks"].append(link_check(self.net, run))
+            self.marks("link_checks")
+        return self.net
+
+    def report(self, collected: dict[str, Any]) -> None:
+        """What the end hosts' TCP metrics caches hold now, recorded in `collected`."""
+        if self.net is not None:
+            collected["tcp_metrics_cached"] += [
+                {"host": host, "entries": entries}
+                for host, entries in cached_tcp_metrics(self.net).items()]
+
+    def stop(self, collected: dict[str, Any] | None = None) -> None:
+        if self.net is None:
+            return
+        net, self.net = self.net, None
+        try:
+            if collected is not None:
+                self.report(collected)
+        finally:
+            net.stop()
+            self.marks("topology_stop")
+
+
+def run_batch(batch_file: str, topologies: Topologies | None = None,
+              kernel_metadata: dict[str, Any] | None = None) -> None:
+    """Every run of the batch this kernel claims. `topologies`: the one kept up across batches
+    (by default a new one, stopped at the end); `kernel_metadata`: what metadata.collect() said
+    (by default collected now)."""
     batch = json.loads(Path(batch_file).read_text())
     marks = Marks(batch.get("marks_file"))
     marks("started")
+    own = topologies is None
+    kept = topologies if topologies is not None else Topologies(marks)
+    kept.marks = marks
     batch_name = Path(batch_file).stem
-    collected = {**metadata.collect(), **batch.get("provenance", {}),
+    collected = {**(kernel_metadata or metadata.collect()), **batch.get("provenance", {}),
                  "topology_build_s": [], "link_checks": [], "tcp_metrics_cached": []}
     marks("metadata")
+
+    def save() -> None:
+        Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
+
     claims = sharing.Claims(batch.get("claims_dir"))
-    for runs in sharing.plan(batch):
-        pending = sharing.claimed(runs, claims)
-        first = next(pending, None)
-        if first is None:
-            continue  # the other workers took them all
-        with build({**first["topology"], "links": first["links"]}) as net:
-            collected["topology_build_s"].append(net.timings_s["build"])
-            marks("topology")
-            checked: set[str] = set()
-            for run in chain([first], pending):
-                signature = link_signature(run)
-                if signature not in checked:
-                    checked.add(signature)
-                    collected["link_checks"].append(link_check(net, run))
-                    Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
-                    marks("link_checks")
+    try:
+        for runs in sharing.plan(batch):
+            for run in sharing.claimed(runs, claims):
+                checks = len(collected["link_checks"])
+                net = kept.for_run(run, collected)
+                if len(collected["link_checks"]) > checks:
+                    save()
                 record = execute(net, run, marks, batch_name)
                 print(json.dumps({"id": run["id"], "status": record["status"]}), flush=True)
-            marks("last_run")
-            collected["tcp_metrics_cached"] += [
-                {"host": host, "entries": entries}
-                for host, entries in cached_tcp_metrics(net).items()]
-            Path(batch["metadata_file"]).write_text(json.dumps(collected, indent=1))
-        marks("topology_stop")
-    marks("ended")
+        marks("last_run")
+        if own:
+            kept.stop(collected)
+        else:
+            kept.report(collected)
+    finally:
+        if own:
+            kept.stop()
+        save()
+        marks("ended")
+        kept.marks = Marks(None)  # a topology kept up reports no more to this batch
+        marks.close()
+
+
+def main(batch_file: str) -> int:
+    run_batch(batch_file)
     return 0
 
 

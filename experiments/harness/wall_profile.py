@@ -15,7 +15,8 @@ Analysis and tables run between rounds; they are counted once, on the wall clock
     transfer    per run: the workload's own traffic (ftpc's session, the bulk flows)
     verify      per run: the downloads checked
     stop        per run: programs and capture stopped, the pcap written, the record written
-    shutdown    the batch's last line to the kernel's exit
+    shutdown    the batch's last line to the kernel's exit; a kernel kept across rounds
+                (kernel_session.py): its topology's teardown and halt after the last round
     idle        a round's workers without a batch
     analysis    the coordinator reading pcaps, and writing the tables"""
 from __future__ import annotations
@@ -42,6 +43,7 @@ STEP_PHASE = {
     "verify": "verify", "stop": "stop", "record": "stop",
 }
 PROFILE = "wall-profile.json"
+KERNELS_STOP = "kernels stop"   # the coordinator's step that halts the kernels it kept
 
 
 @dataclass
@@ -138,6 +140,9 @@ def profile(work: Path) -> Profile:
                 for phase, seconds in batch.phases.items():
                     result.phases[phase] += seconds
                 result.runs += batch.runs
+        elif step["step"] == KERNELS_STOP:
+            result.core_s += step["workers"] * length
+            result.phases["shutdown"] += step["workers"] * length
         else:
             result.core_s += length
             result.phases["analysis"] += length

@@ -25,6 +25,7 @@ MODULE_STORE = Path("/usr/lib/uml/modules")
 DEFAULT_MEMORY = "256M"
 DEFAULT_TIMEOUT_S = 6 * 3600.0
 HALT_GRACE_S = 10.0
+CANCEL_POLL_S = 0.5
 
 # Kernels this process has running, so an interrupted program can stop them all: they run in
 # sessions of their own and do not see the terminal's Ctrl-C.
@@ -140,6 +141,9 @@ class UmlBackend:
         self.memory = memory
         self.keep_scratch = keep_scratch or bool(os.environ.get("TESTBED_KEEP_SCRATCH"))
         self.extra_boot_args = list(extra_boot_args)
+        # set, it stops the running kernel (its run() raises BackendError): for a host that
+        # keeps a kernel for several jobs and gives up on one
+        self.cancel = threading.Event()
 
     def _release(self) -> str:
         return pinned_release()
@@ -202,13 +206,25 @@ class UmlBackend:
         return self._collect(scratch, launched, time.time())
 
     def _wait(self, proc: subprocess.Popen[bytes], scratch: Path, timeout_s: float) -> None:
-        """Until the kernel exits; BackendError when it runs past timeout_s of wall time."""
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise BackendError(
-                f"the job inside the pinned kernel ran past its {timeout_s:.0f} s wall-time "
-                f"limit and was stopped; scratch kept at {scratch}") from None
+        """Until the kernel exits; BackendError when it runs past timeout_s of wall time or is
+        cancelled."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                proc.wait(timeout=min(CANCEL_POLL_S, max(deadline - time.monotonic(), 0.0)))
+                return
+            except subprocess.TimeoutExpired:
+                pass
+            self._check_cancelled(scratch)
+            if time.monotonic() >= deadline:
+                raise BackendError(
+                    f"the job inside the pinned kernel ran past its {timeout_s:.0f} s wall-time "
+                    f"limit and was stopped; scratch kept at {scratch}")
+
+    def _check_cancelled(self, scratch: Path) -> None:
+        if self.cancel.is_set():
+            raise BackendError(f"the pinned kernel was stopped on request; scratch kept at "
+                               f"{scratch}")
 
     def _collect(self, scratch: Path, launched: float, ended: float) -> RunResult:
         status = scratch / "status"

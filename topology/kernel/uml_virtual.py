@@ -163,6 +163,7 @@ class VirtualUmlBackend(UmlBackend):
                 return
             except subprocess.TimeoutExpired:
                 pass
+            self._check_cancelled(scratch)
             now = time.monotonic()
             if not job_seen and (scratch / "job-started").exists():
                 job_seen = True
