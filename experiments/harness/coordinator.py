@@ -112,7 +112,8 @@ class Harness:
                 try:
                     return self._run()
                 finally:
-                    self.timed(KERNELS_STOP, self.close_sessions)
+                    if self.sessions:
+                        self.timed(KERNELS_STOP, self.close_sessions)
         except (LedgerBusy, WorkloadError, slurm.SlurmError) as error:
             raise HarnessError(str(error)) from None
 
