@@ -2,23 +2,15 @@
 the kernel (kernel_session.py). A boot, the Python start and a topology's build and link checks
 cost seconds each, and an experiment's rounds would pay them again every round.
 
-The host and this loop talk through files in FOLDER, on the host's filesystem (the kernel's
-root is the host's, so each side sees the other's writes at once; each file appears by an
-atomic rename):
-
-    request   the host: the path of the next batch file to run
-    done      this loop: {"batch": path, "status": 0 or 1, "error": why it failed}
-    stop      the host: run no more batches and exit
-
-The topology stays up between batches while their runs have its structure. Each batch's own
-output goes to its log beside it (BATCH.log), as a batch in a kernel of its own leaves it.
+The host asks for each batch through files in FOLDER (kernel_inbox.py). The topology stays up
+between batches while their runs have its structure. Each batch's own output goes to its log
+beside it (BATCH.log), as a batch in a kernel of its own leaves it.
 
     python3 -m experiments.harness.kernel_serve FOLDER"""
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 import traceback
@@ -28,8 +20,7 @@ from typing import Any
 from topology.kernel import metadata
 
 from .kernel_batch import Marks, Topologies, run_batch
-
-POLL_S = 0.05      # how soon a waiting kernel sees a new batch, or the host's stop
+from .kernel_inbox import DONE, POLL_S, REQUEST, STOP, write_atomically
 
 
 def serve(folder: str) -> int:
@@ -43,14 +34,14 @@ def serve(folder: str) -> int:
         if batch_file is None:
             return 0
         answer = run_one(batch_file, topologies, kernel_metadata)
-        write_atomically(inbox / "done", json.dumps(answer))
+        write_atomically(inbox / DONE, json.dumps(answer))
 
 
 def next_batch(inbox: Path) -> str | None:
     """The next batch file the host asks for; None once it says stop."""
-    request = inbox / "request"
+    request = inbox / REQUEST
     while True:
-        if (inbox / "stop").exists():
+        if (inbox / STOP).exists():
             return None
         try:
             batch_file = request.read_text().strip()
@@ -74,12 +65,6 @@ def run_one(batch_file: str, topologies: Topologies,
             return {"batch": batch_file, "status": 1,
                     "error": traceback.format_exc().strip().splitlines()[-1]}
     return {"batch": batch_file, "status": 0, "error": ""}
-
-
-def write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".tmp")
-    partial.write_text(text)
-    os.replace(partial, path)
 
 
 if __name__ == "__main__":

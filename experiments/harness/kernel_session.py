@@ -22,9 +22,9 @@ from topology.kernel.base import REAL_CLOCK, RunResult
 from topology.kernel.uml import UmlBackend
 
 from . import stamps
+from .kernel_inbox import DONE, POLL_S, REQUEST, STOP, write_atomically
 from .launch import KERNEL_MEMORY, PYTHON, runs_it_may_run, timeout_s
 
-POLL_S = 0.05
 STOP_GRACE_S = 60.0
 # the kernel's own limit: longer than any experiment; each batch has its own (launch.timeout_s)
 KERNEL_LIMIT_S = 30 * 24 * 3600.0
@@ -84,14 +84,14 @@ class KernelSession:
         return None
 
     def _ask(self, batch_file: Path, limit_s: float) -> dict[str, Any]:
-        done = self.folder / "done"
+        done, request = self.folder / DONE, self.folder / REQUEST
         done.unlink(missing_ok=True)
-        write_atomically(self.folder / "request", str(batch_file))
+        write_atomically(request, str(batch_file))
         deadline = time.monotonic() + limit_s
         while not done.exists():
             if not self.alive:
-                if (self.folder / "request").exists():
-                    (self.folder / "request").unlink()
+                if request.exists():
+                    request.unlink()
                     raise KernelGone(self.ended_why())
                 return {"status": 1, "error": self.ended_why()}
             if time.monotonic() > deadline:
@@ -119,7 +119,7 @@ class KernelSession:
 
     def ask_to_stop(self) -> None:
         if self.alive:
-            write_atomically(self.folder / "stop", "")
+            write_atomically(self.folder / STOP, "")
 
     def wait_stopped(self) -> None:
         self.thread.join(STOP_GRACE_S)
@@ -134,9 +134,3 @@ def close_all(sessions: list[KernelSession]) -> None:
         session.ask_to_stop()
     for session in sessions:
         session.wait_stopped()
-
-
-def write_atomically(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".tmp")
-    partial.write_text(text)
-    partial.replace(path)
