@@ -10,7 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pyroute2 import IPRoute, netns
+try:
+    from pyroute2 import IPRoute, netns
+except ImportError as missing:  # a checkout set up before the queue counters needed it
+    raise ImportError("the queue counters need Debian's python3-pyroute2: run `make setup`") \
+        from missing
 
 
 class QdiscStatsError(RuntimeError):
