@@ -80,9 +80,13 @@ def test_ctrl_c_halts_the_kernel_and_leaves_no_process():
                             preexec_fn=default_sigint)
     marker = f"umid=tb{proc.pid}-"
     deadline = time.monotonic() + 60
-    while not stray_kernels(marker) and time.monotonic() < deadline:
+    while not stray_kernels(marker) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    assert stray_kernels(marker), "the kernel never started"
+    if not stray_kernels(marker):
+        proc.kill()
+        out, err = proc.communicate(timeout=60)
+        pytest.fail(f"the kernel never started (testbed exited {proc.returncode}):\n"
+                    f"{out[-1500:]}\n{err[-1500:]}")
     time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
