@@ -2,9 +2,10 @@
 opened in the node's network namespace and kept for the topology's life.
 
 `tc -s qdisc show` gives the same numbers, but it is a program start inside the pinned kernel
-(about 0.1 s), and the harness reads every router's counters twice a run. A netlink dump from
-this process takes about a millisecond. The statistics come back in the shape of `tc -s -j
-qdisc show`'s entries (shaping.counters reads either)."""
+(89 ms, median of 20 on a client-router-server path), and the harness reads every router's
+counters twice a run. A netlink dump from this process took 2 ms. pyroute2's import costs about
+2 s inside a freshly booted kernel, once per boot. The statistics come back in the shape of
+`tc -s -j qdisc show`'s entries (shaping.counters reads either)."""
 from __future__ import annotations
 
 import os
