@@ -67,6 +67,17 @@ def test_a_job_past_its_limit_is_stopped_and_nothing_remains():
     assert stray_kernels() == []
 
 
+def test_a_cancelled_kernel_is_stopped_and_nothing_remains():
+    """What a host that keeps a kernel does with one whose batch overran (kernel_session.py)."""
+    backend = open_backend("uml")
+    threading.Timer(3.0, backend.cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="stopped on request"):
+        backend.run(["sleep", "600"], timeout_s=300)
+    assert time.monotonic() - started < 30
+    assert stray_kernels() == []
+
+
 def test_a_kernel_crash_is_reported_not_hung():
     with pytest.raises(BackendError, match="stopped before the job finished"):
         open_backend("uml").run(["sh", "-c", "echo c > /proc/sysrq-trigger; sleep 600"],
