@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,11 +19,16 @@ os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
 os.environ.setdefault("TESTBED_OWNER", f"pytest-{os.getpid()}")
 
 
-def default_sigint() -> None:
-    """For `preexec_fn` of a child a test interrupts as a user's Ctrl-C would: a test session
-    started in the background without job control (`nohup make test &`) ignores SIGINT, its
-    children inherit that, and Python then never turns SIGINT into KeyboardInterrupt."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def default_sigint(argv: list[str]) -> list[str]:
+    """`argv` run with SIGINT at its default, for a child a test interrupts as a user's Ctrl-C
+    would: a test session started in the background without job control (`nohup make test &`)
+    ignores SIGINT, its children inherit that, and Python then never turns SIGINT into
+    KeyboardInterrupt. A small Python resets it and execs `argv`, keeping its pid. Not a
+    `preexec_fn`: that runs Python in a child forked from this multi-threaded process, where a
+    lock another thread held at the fork can hang it before the exec."""
+    return ["/usr/bin/python3", "-c",
+            "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+            "os.execvp(sys.argv[1], sys.argv[1:])", *argv]
 
 
 def stray_kernels(marker: str = f"TESTBED_OWNER={os.environ['TESTBED_OWNER']}") -> list[str]:

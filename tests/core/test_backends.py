@@ -86,9 +86,9 @@ def test_a_kernel_crash_is_reported_not_hung():
 
 
 def test_ctrl_c_halts_the_kernel_and_leaves_no_process():
-    proc = subprocess.Popen([PYTHON, "-m", "testbed", "kernel", "--", "sleep", "600"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(default_sigint([PYTHON, "-m", "testbed", "kernel", "--", "sleep",
+                                            "600"]), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marker = f"umid=tb{proc.pid}-"
     deadline = time.monotonic() + 60
     while not stray_kernels(marker) and time.monotonic() < deadline and proc.poll() is None:

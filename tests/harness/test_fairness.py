@@ -123,10 +123,10 @@ def test_interrupted_resumed_second_round_and_report(tmp_path):
     experiment.write_text(RESUMABLE)
     results = tmp_path / "results"
     runs = results / "fairness-resume" / "runs"
-    first = subprocess.Popen([PYTHON, "-m", "testbed", "run", str(experiment), "--kernel",
-                              "uml-virtual", "--results", str(results), "--workers", "1"],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=default_sigint)
+    first = subprocess.Popen(default_sigint([PYTHON, "-m", "testbed", "run", str(experiment),
+                                             "--kernel", "uml-virtual", "--results",
+                                             str(results), "--workers", "1"]),
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
     while not list(runs.glob("*/result.json")) and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -38,13 +38,6 @@ COPIES = 6
 INFLATE = 1000   # the pcap's packets this many times over: an analysis of several seconds
 
 
-def ctrl_c_group() -> None:
-    """The child leads a process group of its own, as a shell job does, so that a test can
-    send SIGINT to the whole job, as a terminal's Ctrl-C does."""
-    default_sigint()
-    os.setpgrp()
-
-
 # An ICMP echo: with it in a capture the header readers (experiments/tshark/tcp_headers.py)
 # leave the capture to tshark, so the interrupt finds the workers with tshark children, the
 # case that needs their process groups signalled.
@@ -112,10 +105,12 @@ def interrupt(root: Path, experiment: Path, results: Path, group: bool) -> tuple
     SIGINT to the whole job (Ctrl-C) or to the command alone (kill -INT). (stderr, seconds
     from the signal to the command's end)."""
     env = dict(os.environ, TESTBED_ANALYSIS_WORKERS="2")
-    tables = subprocess.Popen([PYTHON, "-m", "testbed", "tables", str(experiment),
-                               "--results", str(results)], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              preexec_fn=ctrl_c_group)
+    # a process group of its own, as a shell job has: SIGINT goes to the whole job, as a
+    # terminal's Ctrl-C sends it
+    tables = subprocess.Popen(default_sigint([PYTHON, "-m", "testbed", "tables",
+                                              str(experiment), "--results", str(results)]),
+                              cwd=REPO, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, process_group=0)
     deadline = time.monotonic() + 60
     while (len([p for p in processes_naming(str(root / "pcaps")) if "tshark" in p]) < 2
            and time.monotonic() < deadline):

@@ -34,10 +34,9 @@ def test_interrupt_then_resume(tmp_path):
     experiment.write_text(TINY)
     results = tmp_path / "results"
     runs = results / "tiny" / "runs"
-    first = subprocess.Popen([PYTHON, "-m", "testbed", "run", str(experiment),
-                              "--results", str(results), "--workers", "1"], cwd=REPO,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             preexec_fn=default_sigint)
+    first = subprocess.Popen(default_sigint([PYTHON, "-m", "testbed", "run", str(experiment),
+                                             "--results", str(results), "--workers", "1"]),
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not list(runs.glob("*/result.json")) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -58,10 +58,10 @@ def experiment(folder: Path, name: str) -> Path:
 
 def start(cluster: OneNodeCluster, toml: Path, results: Path, log: Path,
           *options: str) -> subprocess.Popen:
-    return subprocess.Popen([PYTHON, "-m", "testbed", "run", str(toml), "--results",
-                             str(results), *options], cwd=REPO, env=cluster.env,
-                            stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            preexec_fn=default_sigint)
+    return subprocess.Popen(default_sigint([PYTHON, "-m", "testbed", "run", str(toml),
+                                            "--results", str(results), *options]),
+                            cwd=REPO, env=cluster.env, stdout=log.open("w"),
+                            stderr=subprocess.STDOUT)
 
 
 def wait_for(condition, limit_s: float, what: str):
