@@ -121,7 +121,6 @@ class Harness:
         self.ledger.prepare()
         self.refuse_mixed_kernels(self.intended_kernel())
         self.testbed()  # once, before the batches' threads ask for it
-        self.keeps_kernels()  # likewise
         self.prepared = self.workload.prepare(self.experiment, self.ledger.data)
         round_number = 0
         while True:
@@ -206,6 +205,7 @@ class Harness:
         if self._intended is None:
             backend = open_backend(self.kernel, memory=launch.KERNEL_MEMORY)
             self._intended = (backend.name, getattr(backend, "clock", "real"))
+            self._keeps_kernels = keeps_kernels(backend)
         return self._intended
 
     def refuse_mixed_kernels(self, intended: tuple[str, str] | None = None) -> None:
@@ -363,9 +363,9 @@ class Harness:
         return error
 
     def keeps_kernels(self) -> bool:
-        if self._keeps_kernels is None:
-            self._keeps_kernels = keeps_kernels(self.kernel)
-        return self._keeps_kernels
+        """Asked of the backend with the intended kernel, once (_run asks that first)."""
+        self.intended_kernel()
+        return bool(self._keeps_kernels)
 
     def session(self, index: int) -> KernelSession:
         """Worker `index`'s kernel, booted if it has none that lives."""

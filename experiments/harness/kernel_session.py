@@ -30,9 +30,8 @@ STOP_GRACE_S = 60.0
 KERNEL_LIMIT_S = 30 * 24 * 3600.0
 
 
-def keeps_kernels(kernel: str | None) -> bool:
-    """Whether the backend `kernel` names is a User-Mode Linux kernel in real time."""
-    backend = open_backend(kernel, memory=KERNEL_MEMORY)
+def keeps_kernels(backend: object) -> bool:
+    """Whether `backend` boots a User-Mode Linux kernel in real time: the kind kept."""
     return isinstance(backend, UmlBackend) and backend.clock == REAL_CLOCK
 
 
