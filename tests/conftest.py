@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,15 +30,52 @@ def default_sigint(argv: list[str]) -> list[str]:
             "os.execvp(sys.argv[1], sys.argv[1:])", *argv]
 
 
-def stray_kernels(marker: str = f"TESTBED_OWNER={os.environ['TESTBED_OWNER']}") -> list[str]:
-    """Command lines of User-Mode Linux processes with the marker as one of their arguments
-    (a marker ending in "-", such as "umid=tb<pid>-", as an argument's beginning)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+def command_lines() -> dict[int, list[str]]:
+    """Every process's arguments, read from /proc (not from `ps`, whose output a COLUMNS in the
+    environment would cut short): processes that end while being read are left out."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = Path(entry.path, "cmdline").read_bytes()
+        except OSError:
+            continue
+        if raw:
+            found[int(entry.name)] = raw.rstrip(b"\0").decode(errors="replace").split("\0")
+    return found
 
-    def marked(line: str) -> bool:
+
+def stray_kernels(marker: str = f"TESTBED_OWNER={os.environ['TESTBED_OWNER']}") -> list[str]:
+    """"PID ARGS" of each User-Mode Linux process with the marker as one of its arguments (a
+    marker ending in "-", such as "umid=tb<pid>-", as an argument's beginning)."""
+    def marked(argv: list[str]) -> bool:
         return any(word == marker or (marker.endswith("-") and word.startswith(marker))
-                   for word in line.split())
-    return [line.strip() for line in out.splitlines() if "linux.uml" in line and marked(line)]
+                   for word in argv)
+    return [f"{pid} {' '.join(argv)}" for pid, argv in sorted(command_lines().items())
+            if argv[0].endswith("linux.uml") and marked(argv)]
+
+
+def kernels_and_children(pid: int) -> str:
+    """What a test that looked for a kernel and found none reports: every User-Mode Linux
+    process's start of line, and the processes under `pid` (the program that should have
+    started it)."""
+    lines = command_lines()
+    parents = {}
+    for each in lines:
+        try:
+            parents[each] = int(Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    under, frontier = [], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        under += frontier
+    kernels = [f"{each} {' '.join(argv)[:160]}" for each, argv in sorted(lines.items())
+               if argv[0].endswith("linux.uml")]
+    tree = [f"{each} {' '.join(lines.get(each, ['?']))[:200]}" for each in under]
+    return ("User-Mode Linux processes:\n" + ("\n".join(kernels) or "none") +
+            f"\nprocesses under {pid}:\n" + ("\n".join(tree) or "none"))
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import default_sigint, stray_kernels
+from tests.conftest import default_sigint, kernels_and_children, stray_kernels
 from topology.kernel import BackendError, open_backend
 from topology.kernel.capabilities import missing_pieces
 from topology.kernel.uml import pinned_release
@@ -86,18 +86,25 @@ def test_a_kernel_crash_is_reported_not_hung():
 
 
 def test_ctrl_c_halts_the_kernel_and_leaves_no_process():
+    # PYTHONFAULTHANDLER: a child that hangs prints where, at the SIGABRT below
     proc = subprocess.Popen(default_sigint([PYTHON, "-m", "testbed", "kernel", "--", "sleep",
                                             "600"]), cwd=REPO,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     marker = f"umid=tb{proc.pid}-"
     deadline = time.monotonic() + 60
     while not stray_kernels(marker) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     if not stray_kernels(marker):
-        proc.kill()
-        out, err = proc.communicate(timeout=60)
+        seen = kernels_and_children(proc.pid)
+        proc.send_signal(signal.SIGABRT)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate(timeout=60)
         pytest.fail(f"the kernel never started (testbed exited {proc.returncode}):\n"
-                    f"{out[-1500:]}\n{err[-1500:]}")
+                    f"{out[-1500:]}\n{err[-3000:]}\n{seen}")
     time.sleep(1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

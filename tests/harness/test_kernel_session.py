@@ -6,7 +6,7 @@ import signal
 import subprocess
 import time
 
-from tests.conftest import stray_kernels
+from tests.conftest import kernels_and_children, stray_kernels
 from tests.harness.conftest import PYTHON, REPO, harness
 
 # two runs per point in round 1; an interval this tight is not reached, so round 2 runs a third
@@ -88,7 +88,7 @@ def test_a_kernel_that_stopped_is_replaced_by_a_new_one(tmp_path):
                              str(results), "--workers", "1", "--kernel", "uml"], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 600
-    killed = False
+    killed, first_look = False, ""
     while proc.poll() is None and time.monotonic() < deadline:
         # round 1's four runs finished: its kernel is killed before round 2 can use it
         if not killed and len(list((results / "two-rounds" / "runs").glob("*/result.json"))) >= 4:
@@ -96,9 +96,11 @@ def test_a_kernel_that_stopped_is_replaced_by_a_new_one(tmp_path):
             for line in kernel:
                 os.kill(int(line.split()[0]), signal.SIGKILL)
             killed = bool(kernel)   # none seen yet: look again
+            first_look = first_look or kernels_and_children(proc.pid)
         time.sleep(0.05)
     out, err = proc.communicate(timeout=60)
-    assert killed, "the kernel was never seen running after round 1"
+    assert killed, (f"the kernel was never seen running after round 1; at the first look:\n"
+                    f"{first_look}\ntestbed said:\n{out[-2000:]}\n{err[-2000:]}")
     assert proc.returncode == 0, err[-3000:]
     runs = results / "two-rounds" / "runs"
     records = [json.loads(p.read_text()) for p in runs.glob("*/result.json")]
