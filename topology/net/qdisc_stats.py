@@ -9,13 +9,25 @@ counters twice a run. A netlink dump from this process took 2 ms. pyroute2's imp
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
+# pyroute2's package import loads all its modules, its interactive console among them, which
+# imports readline if it can. GNU readline's start-up (TERM set, no terminal) then writes
+# COLUMNS=80 and LINES=24 into this process's environment, below Python's os.environ, and every
+# program started afterwards inherits them: a `ps` then cuts its lines at 80 columns. Hidden
+# from that import, readline is not started: the console is never used, and it does without.
+_HIDE_READLINE = "readline" not in sys.modules
+if _HIDE_READLINE:
+    sys.modules["readline"] = None  # type: ignore[assignment]
 try:
     from pyroute2 import IPRoute, netns
 except ImportError as missing:  # a checkout set up before the queue counters needed it
     raise ImportError("the queue counters need Debian's python3-pyroute2: run `make setup`") \
         from missing
+finally:
+    if _HIDE_READLINE:
+        del sys.modules["readline"]
 
 
 class QdiscStatsError(RuntimeError):
