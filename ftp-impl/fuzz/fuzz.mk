@@ -18,17 +18,20 @@ FUZZ_CFLAGS  := $(CSTD) $(WARN) -Wno-unused-command-line-argument -O1 -g \
 # vsnprintf wrapper; the regular gcc builds keep the full warning.
 FUZZ_SRCFLAGS := -Wno-format-nonliteral
 
-# Objects of src/ for the session and client targets: the programs' own
-# lists (../Makefile), but for the real transport (fuzz/memxp.c replaces it)
-# and the file with main(): ftpd's process layer stays out, ftpc.c is built
-# apart below.  A file added to a program joins its targets by itself.
-FUZZ_NOT     := transport ftpd ftpc
-FUZZ_SERVER  := $(filter-out $(FUZZ_NOT),$(COMMON) $(SERVER))
-FUZZ_CLIENT  := $(filter-out $(FUZZ_NOT),$(COMMON) $(CLIENT))
+# The objects the targets link, built with clang from each folder into
+# $(FUZZ_BUILD)/obj/<folder>/.  common/ is an archive, without the real
+# transport (fuzz/memxp.c replaces it); ftpd's and ftpc's folders but for the
+# files with main(): ftpd's process layer stays out, and ftpc.c only the
+# listing target includes (fuzz_listing.c, its main() renamed by
+# ftpc_main.h).  A file added to a folder joins its targets by itself.
+fo = $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(1))
+FUZZ_COMMON_A := $(FUZZ_BUILD)/obj/libcommon.a
+FUZZ_SERVER  := $(call fo,$(filter-out ftpd/ftpd.c,$(wildcard ftpd/*.c)))
+FUZZ_CLIENT  := $(call fo,$(filter-out ftpc/ftpc.c,$(wildcard ftpc/*.c)))
 FUZZ_HELPERS := memxp checks tree
-FUZZ_CMDLINE := str sysutil addrparse xpopts cliargs tunables clientopts bulkopts
+FUZZ_CMDLINE := $(call fo,ftpd/tunables.c ftpc/clientopts.c bulkflow/bulkopts.c)
+FUZZ_INC     := -Icommon -Iftpd -Iftpc -Ibulkflow -Ifuzz
 
-fo = $(1:%=$(FUZZ_BUILD)/src/%.o)
 ho = $(FUZZ_HELPERS:%=$(FUZZ_BUILD)/%.o)
 
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
@@ -43,42 +46,40 @@ FUZZ_WRAPS   := sys_open sys_wait_fd sys_setsockopt_int send sendfile
 FUZZ_BIGWRAPS := sys_malloc free realloc
 FUZZ_BIGLD   := $(FUZZ_BIGWRAPS:%=-Wl,--wrap=%)
 $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
-    $(call fo,$(FUZZ_SERVER)) $(ho) $(FUZZ_BUILD)/wraps.o $(FUZZ_BUILD)/bigalloc.o
+    $(FUZZ_SERVER) $(ho) $(FUZZ_BUILD)/wraps.o $(FUZZ_BUILD)/bigalloc.o
 $(FUZZ_BUILD)/fuzz_cmdio $(FUZZ_BUILD)/fuzz_session: \
     FUZZ_LDFLAGS := $(FUZZ_WRAPS:%=-Wl,--wrap=%) $(FUZZ_BIGLD)
-$(FUZZ_BUILD)/fuzz_addrparse $(FUZZ_BUILD)/fuzz_confine: \
-    $(call fo,str addrparse confine) $(ho)
-$(FUZZ_BUILD)/fuzz_blockmode: $(call fo,blockmode)
-$(FUZZ_BUILD)/fuzz_extblock: $(call fo,extblock)
-$(FUZZ_BUILD)/fuzz_httpmsg: $(call fo,httpmsg str)
+$(FUZZ_BUILD)/fuzz_addrparse $(FUZZ_BUILD)/fuzz_confine: $(ho)
 $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer: \
-    $(call fo,$(FUZZ_CLIENT)) $(FUZZ_BUILD)/src/ftpc.o $(ho) $(FUZZ_BUILD)/fclient.o \
-    $(FUZZ_BUILD)/bigalloc.o
+    $(FUZZ_CLIENT) $(ho) $(FUZZ_BUILD)/fclient.o $(FUZZ_BUILD)/bigalloc.o
 # the listing target includes ftpc.c itself (its split and match are static)
-$(FUZZ_BUILD)/fuzz_listing: $(call fo,$(FUZZ_CLIENT)) $(ho) $(FUZZ_BUILD)/fclient.o \
+$(FUZZ_BUILD)/fuzz_listing: $(FUZZ_CLIENT) $(ho) $(FUZZ_BUILD)/fclient.o \
     $(FUZZ_BUILD)/bigalloc.o
 $(FUZZ_BUILD)/fuzz_reply $(FUZZ_BUILD)/fuzz_msxfer $(FUZZ_BUILD)/fuzz_listing: \
     FUZZ_LDFLAGS := $(FUZZ_BIGLD)
 
 # --wrap=exit: a usage error returns to the target; --wrap=getaddrinfo: no DNS.
-$(FUZZ_BUILD)/fuzz_cmdline: $(call fo,$(FUZZ_CMDLINE)) $(ho)
+$(FUZZ_BUILD)/fuzz_cmdline: $(FUZZ_CMDLINE) $(ho)
 $(FUZZ_BUILD)/fuzz_cmdline: FUZZ_LDFLAGS := -Wl,--wrap=exit,--wrap=getaddrinfo
 
-$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz_%.o
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
+# Every target: its own objects, then what it takes from common/.
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz_%.o $(FUZZ_COMMON_A)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $(FUZZ_LDFLAGS) -o $@ \
+	    $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
 
-$(FUZZ_BUILD)/src/%.o: src/%.c $(wildcard src/*.h) | $(FUZZ_BUILD)/src
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SRCFLAGS) -c -o $@ $<
+$(FUZZ_COMMON_A): $(call fo,$(filter-out common/transport.c,$(wildcard common/*.c)))
+	rm -f $@
+	$(AR) rcs $@ $^
 
-# ftpc's main() would clash with libFuzzer's: renamed ftpc_main here.
-$(FUZZ_BUILD)/src/ftpc.o: src/ftpc.c $(wildcard src/*.h) fuzz/ftpc_main.h | $(FUZZ_BUILD)/src
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SRCFLAGS) -include fuzz/ftpc_main.h -c -o $@ $<
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SRCFLAGS) $(DEPS) -Icommon -c -o $@ $<
 
-$(FUZZ_BUILD)/%.o: fuzz/%.c $(wildcard fuzz/*.h src/*.h) | $(FUZZ_BUILD)/src
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SRCFLAGS) -Isrc -Ifuzz -c -o $@ $<
+$(FUZZ_BUILD)/%.o: fuzz/%.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SRCFLAGS) $(DEPS) $(FUZZ_INC) -c -o $@ $<
 
-$(FUZZ_BUILD)/src:
-	mkdir -p $@
+-include $(wildcard $(FUZZ_BUILD)/*.d $(FUZZ_BUILD)/obj/*/*.d)
 
 FUZZ_RUN = /usr/bin/python3 fuzz/run.py --build $(FUZZ_BUILD) --work $(FUZZ_WORK) \
            --targets "$(FUZZ_TARGETS)"

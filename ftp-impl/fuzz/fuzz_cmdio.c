@@ -15,7 +15,7 @@
 #include "cmdio.h"
 #include "logging.h"
 #include "memxp.h"
-#include "session.h"
+#include "sessionloop.h"
 #include "tunables.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -86,7 +86,7 @@ static void quiet(int on) {
 static void check_ftpd(void) {
   if (tunables.max_line < 64 || tunables.chunk < 512 ||
       tunables.idle_timeout_s < 1 || tunables.data_timeout_s < 1 ||
-      tunables.root[0] != '/' ||
+      tunables.open_timeout_s < 1 || tunables.root[0] != '/' ||
       (tunables.tcp_listen[0] == '\0' && tunables.sctp_listen[0] == '\0')) {
     abort();
   }

@@ -12,7 +12,7 @@
  * Out: nothing; aborts when a split line still holds a line feed. */
 #include "ftpc_main.h"
 
-#include "../src/ftpc.c"
+#include "../ftpc/ftpc.c"
 
 #include "fclient.h"
 

@@ -48,7 +48,8 @@ static void check_reply(const struct reply *r, size_t *next_cmd) {
     }
     *next_cmd += r->code >= 200;
   }
-  if (ctrl_reply_bytes(r, &n) == 0 && strstr(r->text, " bytes)") == NULL) {
+  if (ctrl_reply_bytes(r, r->arg, &n) == 0 &&
+      strstr(r->text, " bytes)") == NULL) {
     abort();
   }
   if (addr_parse_227(r->text, &a) == 0 && a.ss.ss_family != AF_INET) {

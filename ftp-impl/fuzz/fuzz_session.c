@@ -16,7 +16,7 @@
 #include "checks.h"
 #include "logging.h"
 #include "memxp.h"
-#include "session.h"
+#include "sessionloop.h"
 #include "str.h"
 #include "tree.h"
 #include "tunables.h"
@@ -38,6 +38,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   tunables.max_line = 512;
   tunables.idle_timeout_s = 1;
   tunables.data_timeout_s = 1;
+  tunables.open_timeout_s = 1;
   tunables.max_listing = 1u << 20;
   tunables.chunk = 4096;
   return 0;

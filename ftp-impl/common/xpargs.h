@@ -1,0 +1,47 @@
+/* xpargs.h - the transport options the programs share on their command
+ * lines (struct xp_opts of transport.h): one name, one range and one field
+ * each, parsed here for every program that takes them (cliparse.h). */
+#ifndef FTP_XPARGS_H
+#define FTP_XPARGS_H
+
+#include <stddef.h>
+
+#include "transport.h"
+
+struct option;
+
+/* The shared options, in the order a program's --help lists them. */
+enum xpa_index {
+  XPA_NODELAY,     /* --nodelay 0|1 */
+  XPA_SACK_DELAY,  /* --sack-delay MS (0 to 500) */
+  XPA_SACK_FREQ,   /* --sack-freq N (0 to 65535) */
+  XPA_RTO_MIN,     /* --sctp-rto-min MS */
+  XPA_RTO_INITIAL, /* --sctp-rto-initial MS */
+  XPA_RTO_MAX,     /* --sctp-rto-max MS */
+  XPA_SNDBUF,      /* --sndbuf BYTES (1024 to 2^30) */
+  XPA_RCVBUF,      /* --rcvbuf BYTES */
+  XPA_MAXSEG,      /* --maxseg BYTES (64 to 65535) */
+  XPA_STREAMS,     /* --streams N (1 to 65535) */
+  XPA_IO_TIMEOUT,  /* --io-timeout S (1 to 86400) */
+  XPA_COUNT
+};
+
+/* A set of them (a program's), and the getopt code of each. */
+#define XPA_BIT(i) (1u << (i))
+#define XPA_CODE(i) (0x1000 + (int)(i))
+/* ftpd's and ftpc's socket knobs. */
+#define XPA_SOCKET_KNOBS                                                       \
+  (XPA_BIT(XPA_NODELAY) | XPA_BIT(XPA_SACK_DELAY) | XPA_BIT(XPA_SACK_FREQ) |   \
+   XPA_BIT(XPA_RTO_MIN) | XPA_BIT(XPA_RTO_INITIAL) | XPA_BIT(XPA_RTO_MAX) |    \
+   XPA_BIT(XPA_SNDBUF) | XPA_BIT(XPA_RCVBUF))
+
+/* The getopt entries of the options in `take`, written to out (at most cap
+ * entries, in enum order).  Returns how many. */
+size_t xpa_options(unsigned take, struct option *out, size_t cap);
+/* Is code one of the shared options? */
+int xpa_is(int code);
+/* The value of the shared option code into its field of xp; a value out of
+ * its range is a usage error (cliargs.h: exit 2). */
+void xpa_set(int code, const char *arg, struct xp_opts *xp);
+
+#endif
