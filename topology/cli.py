@@ -42,6 +42,8 @@ def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) ->
     net.add_argument("--rate", help="e.g. 3Mbit (default: not rate-limited)")
     net.add_argument("--delay", help="one-way delay, e.g. 35ms")
     net.add_argument("--loss", help="Bernoulli loss, e.g. 0.01 or 1%%")
+    net.add_argument("--loss-burst", type=float, default=None,
+                     help="the loss in Gilbert bursts of this mean length in packets")
     net.add_argument("--queue", help="drop-tail queue, e.g. 50p or 500KB")
     net.add_argument("--pairs", type=int, default=2, help="dumbbell: sender/receiver pairs")
     net.add_argument("--on", default="client", help="node that runs the command")
@@ -72,7 +74,8 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(json.loads(result.stdout), indent=2))
         return 0
     if args.command == "net":
-        shape = LinkShape.parse(args.rate, args.delay, args.loss, args.queue)
+        shape = LinkShape.parse(args.rate, args.delay, args.loss, args.queue).with_changes(
+            loss_burst=args.loss_burst)
         spec = {"topology": args.topology, "shape": shape.to_dict(), "pairs": args.pairs}
         backend = open_backend(args.kernel)
         result = backend.run([PYTHON, "-m", "topology.net.session", json.dumps(spec), args.on,
@@ -85,11 +88,11 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     if args.command == "wake-latency":
         from .kernel import wake_latency
-        from .kernel.uml_virtual import virtual_kernel
+        from .kernel.uml_virtual import calibrated_wake_table, virtual_kernel
         binary = virtual_kernel()
         if args.recalibrate:
             wake_latency.cache_file(binary).unlink(missing_ok=True)
-        table = wake_latency.wake_table(binary)
+        table = calibrated_wake_table(binary)
         record = wake_latency.cached_record(binary)
         print(json.dumps(record, indent=2) if record else table.describe())
         return 0

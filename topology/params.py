@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 ETHERNET_FRAME_MAX = 1514  # bytes the router's qdisc accounts for a full-size frame (MTU 1500)
+MAX_LOSS_BURST = 1000      # packets: a longer mean burst is an outage, not a loss model
 
 
 class ParameterError(ValueError):
@@ -45,8 +46,14 @@ class LinkShape:
 
     rate_bps: float | None = None  # None: not rate-limited
     delay_s: float = 0.0           # one-way propagation delay
-    loss: float = 0.0              # Bernoulli drop probability per packet
+    loss: float = 0.0              # drop probability per packet, the long-run mean
     queue: Queue = DEFAULT_QUEUE   # drop-tail bottleneck queue in front of the link
+    # None: each packet dropped on its own (Bernoulli). A number: drops come in bursts of this
+    # mean length in packets (the Gilbert model, netem's `loss gemodel`), at the same mean loss.
+    # A burst is counted in packets, not time: it lasts until that many more packets have
+    # crossed, however long the link is idle, so a lone retransmission after a timeout, or its
+    # acknowledgement, meets the burst its predecessors met
+    loss_burst: float | None = None
 
     def __post_init__(self) -> None:
         if self.rate_bps is not None:
@@ -62,6 +69,23 @@ class LinkShape:
             raise ParameterError(f"loss must be a ratio between 0 and 1, got {self.loss:g}")
         if not isinstance(self.queue, Queue):
             raise ParameterError(f"queue must be a Queue, got {self.queue!r}")
+        if self.loss_burst is not None:
+            _check_number("loss burst", self.loss_burst)
+            if not 1 <= self.loss_burst <= MAX_LOSS_BURST:
+                raise ParameterError(f"loss burst must be between 1 and {MAX_LOSS_BURST} "
+                                     f"packets, got {self.loss_burst:g}")
+            if self.loss > 0 and self.gilbert()[0] > 1:
+                raise ParameterError(
+                    f"loss {self.loss:g} cannot come in bursts of {self.loss_burst:g} packets "
+                    f"(at most {self.loss_burst / (self.loss_burst + 1):g}): raise the burst")
+
+    def gilbert(self) -> tuple[float, float]:
+        """The Gilbert model's transition probabilities (p: good to bad, r: bad to good) for
+        this mean loss and burst: every packet met in the bad state is lost and none in the
+        good, so bursts last 1/r packets on average and the bad state's share is p/(p+r)."""
+        assert self.loss_burst is not None
+        r = 1 / self.loss_burst
+        return (self.loss * r / (1 - self.loss) if self.loss < 1 else 1.0), r
 
     def with_changes(self, **changes: Any) -> LinkShape:
         return replace(self, **changes)
@@ -69,6 +93,8 @@ class LinkShape:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["queue"] = {"limit": self.queue.limit, "unit": self.queue.unit}
+        if self.loss_burst is None:
+            del data["loss_burst"]     # records from before bursts existed read the same
         return data
 
     @classmethod
@@ -76,7 +102,8 @@ class LinkShape:
         queue = data.get("queue")
         return cls(rate_bps=data.get("rate_bps"), delay_s=data.get("delay_s", 0.0),
                    loss=data.get("loss", 0.0),
-                   queue=Queue(**queue) if isinstance(queue, dict) else DEFAULT_QUEUE)
+                   queue=Queue(**queue) if isinstance(queue, dict) else DEFAULT_QUEUE,
+                   loss_burst=data.get("loss_burst"))
 
     @classmethod
     def parse(cls, rate: str | None = None, delay: str | None = None, loss: str | None = None,

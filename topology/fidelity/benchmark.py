@@ -55,6 +55,8 @@ def _estimate_s(cases: list[dict[str, Any]]) -> float:
         for probe in case["probes"]:
             if probe["kind"] == "rtt":
                 total += probe["count"] * probe["interval_s"] + 1
+            elif probe["kind"] == "schedule":
+                total += 2 * probe["at_s"] + 2
             elif probe["kind"] == "loss":
                 total += probe["count"] / probe["rate_pps"] + 3
             else:

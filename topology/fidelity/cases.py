@@ -31,6 +31,8 @@ def cases(quick: bool = False) -> list[dict[str, Any]]:
                 {"kind": "rtt", "count": 10 if quick else 20, "interval_s": 0.2},
                 {"kind": "tcp", "seconds": round(bulk_s, 1), "omit_s": round(omit_s, 1)},
                 {"kind": "sctp", "seconds": round(bulk_s, 1), "omit_s": round(omit_s, 1)},
+                # the up direction's delay grows by 30 ms one second into a link schedule
+                {"kind": "schedule", "at_s": 1.0, "step_s": 0.030},
             ]})
     rate, delay = E1_PATHS[LOSS_PATH]
     for loss in LOSS_RATIOS:

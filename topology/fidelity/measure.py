@@ -13,10 +13,9 @@ from typing import Any
 
 _started = time.monotonic()
 from ..kernel import metadata  # noqa: E402
-from ..net.addresses import SERVER_IP  # noqa: E402
-from ..net.path import PathTopology  # noqa: E402
+from ..net.path import SERVER_IP, PathTopology  # noqa: E402
 from ..params import LinkShape  # noqa: E402
-from . import bulk, probes  # noqa: E402
+from . import bulk, probes, schedule_probe  # noqa: E402
 
 _imported = time.monotonic()
 
@@ -48,6 +47,9 @@ def run_case(path: PathTopology, case: dict[str, Any]) -> dict[str, Any]:
         elif kind in ("tcp", "sctp"):
             result[kind] = probes.goodput(client, server, SERVER_IP, kind, probe["seconds"],
                                           probe["omit_s"])
+        elif kind == "schedule":
+            result["schedule"] = schedule_probe.landing(path, "up", probe["at_s"],
+                                                        shape.delay_s + probe["step_s"])
         elif kind == "loss":
             result["loss"] = probes.udp_loss(client, server, SERVER_IP, probe["count"],
                                              probe["payload"], probe["rate_pps"])

@@ -81,8 +81,9 @@ def _iperf_client(client: Node, argv: list[str], timeout: float) -> dict[str, An
 
 def udp_loss(client: Node, server: Node, address: str, count: int, payload: int,
              rate_pps: float) -> dict[str, int]:
-    """Datagrams sent client -> server, how many distinct ones arrived, and how many the
-    server's own stack dropped (which would be counted as link loss if not reported)."""
+    """Datagrams sent client -> server, how many distinct ones arrived, in how many runs of
+    consecutive numbers the others were lost, and how many the server's own stack dropped
+    (which would be counted as link loss if not reported)."""
     drops_before = udp_receive_drops(server)
     with tempfile.TemporaryDirectory(prefix="udp-probe-") as scratch:
         ready = Path(scratch, "ready")
@@ -106,6 +107,7 @@ def udp_loss(client: Node, server: Node, address: str, count: int, payload: int,
         raise ProbeError(f"the UDP receiver failed: {err.decode().strip()}")
     got = json.loads(out.decode())
     return {"sent": int(sent["sent"]), "received": int(got["received"]),
+            "loss_runs": int(got["loss_runs"]),
             "receiver_drops": udp_receive_drops(server) - drops_before}
 
 

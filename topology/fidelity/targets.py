@@ -2,7 +2,8 @@
 
 Targets: goodput within 1% of the rate's payload share, RTT within 0.3 ms or 1% of the
 configured 2 x delay, loss ratio inside the measured 95% binomial (Wilson) interval, boot plus
-topology under 3 s, in-place reconfiguration under 0.2 s."""
+topology under 3 s, in-place reconfiguration under 0.2 s, a scheduled change written within
+5 ms of its instant and landing where it was written (within 5 ms)."""
 from __future__ import annotations
 
 from typing import Any
@@ -18,6 +19,7 @@ GOODPUT_TOLERANCE = 0.01
 RTT_TOLERANCE_MS, RTT_TOLERANCE_REL = 0.3, 0.01
 BOOT_AND_TOPOLOGY_TARGET_S = 3.0
 RECONFIGURE_TARGET_S = 0.2
+SCHEDULE_TARGET_MS = 5.0
 
 
 def payload_per_frame(protocol: str, timestamps: bool) -> int:
@@ -54,6 +56,14 @@ def link_items(case: dict[str, Any], raw: dict[str, Any], timestamps: bool) -> l
             items.append(item(path, f"{protocol}_goodput", "Mbit/s", configured, measured,
                               abs(measured - configured) <= GOODPUT_TOLERANCE * configured,
                               payload_share=share, seconds=raw[protocol]["seconds"]))
+    if "schedule" in raw:
+        landed = raw["schedule"]
+        items.append(item(path, "schedule_lag", "ms", 0.0, 1e3 * landed["lag_s"],
+                          1e3 * landed["lag_s"] <= SCHEDULE_TARGET_MS))
+        items.append(item(path, "schedule_landing_error", "ms", 0.0, 1e3 * landed["error_s"],
+                          1e3 * landed["error_s"] <= SCHEDULE_TARGET_MS,
+                          bracket_ms=1e3 * (landed["landed_before_s"]
+                                            - landed["landed_after_s"])))
     if "loss" in raw:
         sent, received = raw["loss"]["sent"], raw["loss"]["received"]
         lost = sent - received

@@ -1,6 +1,7 @@
 """Counts one-way loss: a sender of numbered UDP datagrams at a fixed pace and a receiver that
-counts the distinct ones that arrive. Blocks in the kernel (sleep, socket timeouts) and never
-spins, so it also runs where time only advances when every process waits."""
+counts the distinct ones that arrive, and the runs of consecutive ones that did not. Blocks in
+the kernel (sleep, socket timeouts) and never spins, so it also runs where time only advances
+when every process waits."""
 from __future__ import annotations
 
 import argparse
@@ -43,7 +44,14 @@ def receive(bind: str, port: int, count: int, quiet_s: float, ready_file: str | 
         if len(data) >= HEADER.size:
             seen.add(HEADER.unpack_from(data)[0])
         sock.settimeout(quiet_s)
-    print(json.dumps({"received": len(seen), "expected": count}))
+    print(json.dumps({"received": len(seen), "expected": count,
+                      "loss_runs": loss_runs(seen, count)}))
+
+
+def loss_runs(seen: set[int], count: int) -> int:
+    """How many unbroken runs of missing datagrams the numbers 0..count-1 hold: the lost
+    datagrams over this is the mean burst (1/(1-p) for Bernoulli loss p)."""
+    return sum(1 for seq in range(count) if seq not in seen and (seq == 0 or seq - 1 in seen))
 
 
 def main(argv: list[str] | None = None) -> int:

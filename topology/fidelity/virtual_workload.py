@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kernel import metadata
-from ..net.addresses import SERVER_IP
-from ..net.path import PathTopology
+from ..net.path import SERVER_IP, PathTopology
 from ..params import LinkShape, Queue
 from . import bulk, probes
 

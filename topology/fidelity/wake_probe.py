@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from topology.net.addresses import SERVER_IP
-from topology.net.path import PathTopology
+from topology.net.path import SERVER_IP, PathTopology
 from topology.params import LinkShape
 
 from . import probes

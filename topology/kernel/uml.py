@@ -30,6 +30,9 @@ CANCEL_POLL_S = 0.5
 # Kernels this process has running, so an interrupted program can stop them all: they run in
 # sessions of their own and do not see the terminal's Ctrl-C.
 _running: set[subprocess.Popen[bytes]] = set()
+# Set (to the reason) where nothing may boot a pinned kernel: the test suite sets it around every
+# test that is not marked `kernel`, so a test that boots one unannounced fails saying so.
+NO_KERNEL_ENV = "TESTBED_NO_KERNEL"
 _running_lock = threading.Lock()
 
 
@@ -159,6 +162,9 @@ class UmlBackend:
     def run(self, argv: Sequence[str], *, cwd: Path | None = None,
             env: Mapping[str, str] | None = None, timeout_s: float | None = None,
             stream: bool = False) -> RunResult:
+        refusal = os.environ.get(NO_KERNEL_ENV)
+        if refusal:
+            raise BackendError(f"no pinned kernel may boot here ({NO_KERNEL_ENV}: {refusal})")
         instance = f"tb{os.getpid()}-{secrets.token_hex(3)}"
         scratch = scratch_root() / instance
         scratch.mkdir(parents=True, exist_ok=False)

@@ -24,11 +24,12 @@ wall-time limit (timeout_s, else TESTBED_VIRTUAL_TIMEOUT_S, default 2 hours)."""
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import time
 from pathlib import Path
 
-from . import wake_latency
+from . import open_backend, wake_latency
 from .base import BackendError, RunResult, clock_label
 from .uml import UmlBackend, _read_float, _read_text
 from .wake_latency import WakeTable
@@ -122,7 +123,7 @@ class VirtualUmlBackend(UmlBackend):
         self.clock = clock_label(self.time_travel)
         self.binary = str(virtual_kernel())
         self.wake_table = None if self.time_travel != "wall-cpu" else (
-            wake_table or wake_latency.wake_table(Path(self.binary)))
+            wake_table or calibrated_wake_table(Path(self.binary)))
         self.default_timeout_s = _env_seconds("TESTBED_VIRTUAL_TIMEOUT_S", DEFAULT_TIMEOUT_S)
         self.stall_s = stall_s or _env_seconds("TESTBED_VIRTUAL_STALL_S", DEFAULT_STALL_S)
         super().__init__(*args, **kwargs)
@@ -219,3 +220,35 @@ class VirtualUmlBackend(UmlBackend):
         if seen is not None:
             result.timings_s["launch_to_job"] = seen - launched
         return result
+
+
+def calibrated_wake_table(virtual_binary: Path) -> WakeTable:
+    """The table this kernel's wall-cpu clock charges: TESTBED_WAKE_LATENCY's, else the cached
+    calibration, else one measured now."""
+    return wake_latency.wake_table(virtual_binary, calibrate)
+
+
+def calibrate(virtual_binary: Path) -> dict[str, object]:
+    """The wall-cpu clock's wake-up table, measured: the probe run on the real-time kernel and
+    on this one charging nothing, alternating, and the table derived from their mean excesses."""
+    kernels = {"real": open_backend("uml"),   # Debian's build, or this one where that cannot run
+               "charged": VirtualUmlBackend(time_travel="wall-cpu",
+                                            wake_table=wake_latency.NO_WAKE_COST)}
+    excesses: dict[str, dict[str, list[float]]] = {name: {} for name in kernels}
+    started = time.monotonic()
+    for _ in range(wake_latency.ROUNDS):
+        for name, backend in kernels.items():
+            for delay, excess_us in wake_latency.probe(backend).items():
+                excesses[name].setdefault(delay, []).append(excess_us)
+    points = []
+    for delay_s, _ in wake_latency.PROBE_DELAYS:
+        real = statistics.fmean(excesses["real"][str(delay_s)])
+        charged = statistics.fmean(excesses["charged"][str(delay_s)])
+        latency_us = max(0.0, real - charged) / wake_latency.GAPS_PER_ROUND_TRIP
+        points.append({"gap_ns": round(delay_s * 1e9), "latency_ns": round(latency_us * 1e3),
+                       "real_excess_us": round(real, 1), "charged_excess_us": round(charged, 1)})
+    return {"version": wake_latency.CACHE_VERSION,
+            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "host": wake_latency.host(), "load_average": os.getloadavg(),
+            "virtual_kernel": str(virtual_binary), "rounds": wake_latency.ROUNDS,
+            "calibration_s": round(time.monotonic() - started, 1), "points": points}

@@ -19,9 +19,8 @@ import hashlib
 import json
 import os
 import platform
-import statistics
 import sys
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,21 +82,26 @@ def from_kernel_arg(mode_arg: str) -> str | None:
     return table if colon and mode == "wall-cpu" else None
 
 
-def wake_table(virtual_binary: Path) -> WakeTable:
-    """The table the wall-cpu clock charges, as TESTBED_WAKE_LATENCY asks."""
+Calibration = Callable[[Path], dict[str, Any]]
+
+
+def wake_table(virtual_binary: Path, calibrate: Calibration) -> WakeTable:
+    """The table the wall-cpu clock charges, as TESTBED_WAKE_LATENCY asks. `calibrate` measures
+    it where no table is cached: it boots both kernels, so the backend that needs the table
+    passes it in (uml_virtual.calibrate) and this module imports no backend."""
     choice = os.environ.get(ENV, "auto").strip() or "auto"
     if choice == "none":
         return NO_WAKE_COST
     if choice != "auto":
         return WakeTable.parse(choice, ENV)
-    return _cached_or_calibrated(virtual_binary)
+    return _cached_or_calibrated(virtual_binary, calibrate)
 
 
 def cache_file(virtual_binary: Path) -> Path:
     from .uml import pinned_release
     identity = json.dumps({
         "version": CACHE_VERSION, "virtual_kernel": str(virtual_binary.resolve()),
-        "real_kernel": pinned_release(), "host": _host(),
+        "real_kernel": pinned_release(), "host": host(),
     }, sort_keys=True)
     key = hashlib.sha256(identity.encode()).hexdigest()[:16]
     root = Path(os.environ.get("TESTBED_KERNEL_CACHE", "/var/cache/testbed"))
@@ -109,7 +113,7 @@ def cached_record(virtual_binary: Path) -> dict[str, Any] | None:
     return _read_record(cache_file(virtual_binary))
 
 
-def _host() -> dict[str, Any]:
+def host() -> dict[str, Any]:
     model = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -121,7 +125,7 @@ def _host() -> dict[str, Any]:
     return {"kernel": platform.release(), "cpu": model, "cores": os.cpu_count()}
 
 
-def _cached_or_calibrated(virtual_binary: Path) -> WakeTable:
+def _cached_or_calibrated(virtual_binary: Path, calibrate: Calibration) -> WakeTable:
     path = cache_file(virtual_binary)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as lock:
@@ -151,33 +155,7 @@ def table_of(record: dict[str, Any], path: Path) -> WakeTable:
     return WakeTable.parse(text, f"calibrated {record['measured']}, {path}")
 
 
-def calibrate(virtual_binary: Path) -> dict[str, Any]:
-    """Probe both kernels, alternating, and derive the table from their mean excesses."""
-    from .uml import UmlBackend
-    from .uml_virtual import VirtualUmlBackend
-    kernels = {"real": UmlBackend(),
-               "charged": VirtualUmlBackend(time_travel="wall-cpu", wake_table=NO_WAKE_COST)}
-    excesses: dict[str, dict[str, list[float]]] = {name: {} for name in kernels}
-    started = time.monotonic()
-    for _ in range(ROUNDS):
-        for name, backend in kernels.items():
-            for delay, excess_us in _probe(backend).items():
-                excesses[name].setdefault(delay, []).append(excess_us)
-    points = []
-    for delay_s, _ in PROBE_DELAYS:
-        real = statistics.fmean(excesses["real"][str(delay_s)])
-        charged = statistics.fmean(excesses["charged"][str(delay_s)])
-        latency_us = max(0.0, real - charged) / GAPS_PER_ROUND_TRIP
-        points.append({"gap_ns": round(delay_s * 1e9), "latency_ns": round(latency_us * 1e3),
-                       "real_excess_us": round(real, 1), "charged_excess_us": round(charged, 1)})
-    return {"version": CACHE_VERSION,
-            "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "host": _host(), "load_average": os.getloadavg(),
-            "virtual_kernel": str(virtual_binary), "rounds": ROUNDS,
-            "calibration_s": round(time.monotonic() - started, 1), "points": points}
-
-
-def _probe(backend: Any) -> dict[str, float]:
+def probe(backend: Any) -> dict[str, float]:
     specs = [f"{delay}:{count}" for delay, count in PROBE_DELAYS]
     result = backend.run(["/usr/bin/python3", "-m", "topology.fidelity.wake_probe", *specs],
                          timeout_s=PROBE_TIMEOUT_S)

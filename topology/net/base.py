@@ -1,19 +1,26 @@
-"""What every topology shares: a Mininet network without switches or controller, routers that
-forward, wire-sized frames, shaped router egresses, and a teardown that always runs."""
+"""What every topology is, one class per kind (path.py, dumbbell.py, dualpath.py), as Mininet's
+Topo classes are: its description (the keys of its experiment file's [network] table, the names
+of its shaped directions and which of them an entry of its network axis names, its address
+plan), and the network itself: a Mininet network without switches or controller, routers that
+forward, wire-sized frames, shaped router egresses, and a teardown that always runs.
+
+The description imports no Mininet (the host's harness and analysis read it); building a
+topology does."""
 from __future__ import annotations
 
 import time
-from typing import Any, Protocol
-
-from mininet.link import Link
-from mininet.log import setLogLevel
-from mininet.net import Mininet
-from mininet.node import Host, Node
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..params import LinkShape, ParameterError
 from . import shaping
 from .node_exec import run_script, tc_batch
-from .qdisc_stats import QdiscStats, QdiscStatsError
+from .schedule import Change, Running
+
+if TYPE_CHECKING:
+    from mininet.net import Mininet
+    from mininet.node import Node
+
+    from .qdisc_stats import QdiscStats
 
 # Segmentation and receive offloads would make captures show super-frames up to 64 KB and
 # hide the packets the wire carries; checksum offload would leave them with bad checksums.
@@ -23,16 +30,6 @@ OFFLOADS_OFF = ["tx", "off", "tso", "off", "gso", "off", "gro", "off",
 
 class TopologyError(RuntimeError):
     pass
-
-
-class Router(Host):
-    """A Mininet host that forwards IPv4 between its interfaces."""
-
-    def config(self, **params: Any) -> Any:
-        result = super().config(**params)
-        run_script(self, [["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
-                          ["sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=0"]])
-        return result
 
 
 DEFAULT_MTU = 1500
@@ -58,10 +55,32 @@ class Held(Protocol):
 
 
 class Topology:
-    """Base of path, dumbbell and dualpath. Subclasses add nodes and links in `_add` and
-    name their shaped directions in `self.egress`."""
+    """Base of path, dumbbell and dualpath. Subclasses describe themselves in the class
+    attributes and `run_links`, add nodes and links in `_add` and name their shaped directions
+    in `self.egress`."""
 
-    kind = "topology"
+    kind: ClassVar[str] = "topology"
+    # the keys of the experiment file's [network] table, and of each entry of its network axis
+    # (`entry_table`: the paths of `path`, the bottlenecks of `dumbbell`)
+    network_keys: ClassVar[dict[str, type]] = {}
+    entry_table: ClassVar[str] = "paths"
+    entry_keys: ClassVar[dict[str, type]] = {}
+    # the shaped direction whose rate, delay and queue an entry of the network axis names:
+    # what a run's table and its link check show as its link
+    named_link: ClassVar[str] = ""
+
+    @classmethod
+    def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
+                  access: LinkShape | None = None, loss_on: str = "both"
+                  ) -> dict[str, LinkShape]:
+        """Every shaped direction of a run whose network-axis entry shapes as `lossy` (the
+        run's loss) and `clean` (the same without loss)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_spec(cls, links: dict[str, LinkShape], mtu: int | None, pairs: int) -> Topology:
+        """The topology (not yet started) a kernel builds for a run with these links."""
+        raise NotImplementedError
 
     def __init__(self, mtu: int | None = None) -> None:
         """`mtu`: of every interface (default 1500); a larger one lets a packet carry more
@@ -93,6 +112,11 @@ class Topology:
         self.stop()
 
     def start(self) -> None:
+        from mininet.link import Link
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+
+        from .qdisc_stats import QdiscStats
         started = time.monotonic()
         setLogLevel("error")
         self.net = Mininet(topo=None, controller=None, link=Link, build=False,
@@ -204,10 +228,30 @@ class Topology:
             self.egress[direction].shape = shape
         self.timings_s["reconfigure"] = time.monotonic() - started
 
+    def rebuild_links(self, shapes: dict[str, LinkShape]) -> None:
+        """Set these directions up afresh, whatever their qdiscs hold now (after a schedule)."""
+        batches: dict[str, tuple[Node, list[str]]] = {}
+        for direction, shape in shapes.items():
+            egress = self.egress[direction]
+            batches.setdefault(egress.node.name, (egress.node, []))[1].extend(
+                shaping.build(egress.dev, shape, egress.frame_bytes))
+        for node, lines in batches.values():
+            tc_batch(node, lines)
+        for direction, shape in shapes.items():
+            self.egress[direction].shape = shape
+
+    def schedule(self, changes: list[Change]) -> Running:
+        """Starts a schedule of link changes now; `stop()` it when the run ends."""
+        running = Running(self, changes)
+        running.begin()
+        return running
+
     def queue_counters(self) -> dict[str, dict[str, int]]:
         """Per shaped direction, its router's cumulative counters (shaping.counters): take them
         before and after a run, and the difference is what the run did to the queues. One
         netlink dump per router, however many egresses it shapes."""
+        from .qdisc_stats import QdiscStatsError
+
         trees: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for egress in self.egress.values():
             name = egress.node.name

@@ -6,20 +6,47 @@
 Each path is shaped on its own router (`path<k>-up`, `path<k>-down`) and can be taken down and
 brought back on command. Down is a silent black hole on the router (every packet dropped both
 ways), as when a link fails mid-path: the end hosts see no interface change and must find out
-by themselves, the way SCTP path failure detection is meant to."""
+by themselves, the way SCTP path failure detection is meant to.
+
+Its experiment file's [network] is a path's: each entry of `paths` shapes both paths alike."""
 from __future__ import annotations
 
-from mininet.net import Mininet
+from typing import TYPE_CHECKING
 
 from ..params import LinkShape, ParameterError
-from .addresses import DUALPATHS as PATHS
-from .addresses import dualpath_client as client_address
-from .addresses import dualpath_server as server_address
-from .base import Router, Topology
+from .base import Topology
+from .path import PATH_ENTRY_KEYS, PATH_NETWORK_KEYS
+
+if TYPE_CHECKING:
+    from mininet.net import Mininet
+
+PATHS = (1, 2)
+
+
+def client_address(path: int) -> str:
+    return f"10.{path}.1.1"
+
+
+def server_address(path: int) -> str:
+    return f"10.{path}.2.1"
 
 
 class DualPath(Topology):
     kind = "dualpath"
+    network_keys = PATH_NETWORK_KEYS
+    entry_table = "paths"
+    entry_keys = PATH_ENTRY_KEYS
+    named_link = "path1-up"
+
+    @classmethod
+    def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
+                  access: LinkShape | None = None, loss_on: str = "both"
+                  ) -> dict[str, LinkShape]:
+        return {f"path{k}-{d}": lossy for k in PATHS for d in ("up", "down")}
+
+    @classmethod
+    def from_spec(cls, links: dict[str, LinkShape], mtu: int | None, pairs: int) -> DualPath:
+        return cls(links.get("path1-up", LinkShape()), links.get("path2-up"), mtu=mtu)
 
     def __init__(self, path1: LinkShape, path2: LinkShape | None = None,
                  mtu: int | None = None) -> None:
@@ -29,6 +56,7 @@ class DualPath(Topology):
         self._configured: dict[str, LinkShape] = {}
 
     def _add(self, net: Mininet) -> None:
+        from .router import Router
         client = net.addHost("client", ip=None)
         server = net.addHost("server", ip=None)
         for k in PATHS:

@@ -6,20 +6,60 @@ Shaped directions ("up" is toward the receivers, the direction of the data):
 `bottleneck-up` and `bottleneck-down` on the routers' bottleneck interfaces, and for each
 access link `s<i>-up`/`s<i>-down` and `d<i>-up`/`d<i>-down`. An access link's direction that
 leaves a host is shaped on that host's egress (delay and rate only are meant there); the
-bottleneck, where the study puts its loss and its buffer, is shaped on the routers."""
+bottleneck, where the study puts its loss and its buffer, is shaped on the routers.
+
+Addresses: sender s<i> 10.1.<i>.1, receiver d<i> 10.2.<i>.1, each behind its router's .254;
+the routers' core 10.3.0.0/30. Its experiment file's [network] has the access links' rate,
+delay and queue, `loss_on` ("data": the bottleneck's data direction only; "both") and
+`bottlenecks`, each with a name, its number of pairs, rate, delay and queue."""
 from __future__ import annotations
 
-from mininet.net import Mininet
+from typing import TYPE_CHECKING
 
 from ..params import LinkShape, ParameterError
-from .addresses import dumbbell_address, dumbbell_gateway
-from .base import Router, Topology
+from .base import Topology
+
+if TYPE_CHECKING:
+    from mininet.net import Mininet
 
 MAX_PAIRS = 50
 
 
+def dumbbell_address(host: str) -> str:
+    """s<i> or d<i> -> its address."""
+    side = 1 if host.startswith("s") else 2
+    return f"10.{side}.{int(host[1:])}.1"
+
+
+def dumbbell_gateway(host: str) -> str:
+    return dumbbell_address(host).rsplit(".", 1)[0] + ".254"
+
+
 class Dumbbell(Topology):
     kind = "dumbbell"
+    network_keys = {"access_rate": str, "access_delay": str, "access_queue": str, "mtu": int,
+                    "loss_on": str, "bottlenecks": list, "queue_never_drops": bool,
+                    "loss_burst": float, "fade": str, "schedule": list}
+    entry_table = "bottlenecks"
+    entry_keys = {"name": str, "pairs": int, "rate": str, "delay": str, "queue": str}
+    named_link = "bottleneck-up"
+
+    @classmethod
+    def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
+                  access: LinkShape | None = None, loss_on: str = "both"
+                  ) -> dict[str, LinkShape]:
+        assert access is not None
+        links = {"bottleneck-up": lossy,
+                 "bottleneck-down": lossy if loss_on == "both" else clean}
+        for i in range(1, pairs + 1):
+            for host in (f"s{i}", f"d{i}"):
+                links.update({f"{host}-up": access, f"{host}-down": access})
+        return links
+
+    @classmethod
+    def from_spec(cls, links: dict[str, LinkShape], mtu: int | None, pairs: int) -> Dumbbell:
+        return cls(pairs, links.get("s1-up", LinkShape()), links.get("bottleneck-up", LinkShape()),
+                   links.get("bottleneck-down"), mtu=mtu)
 
     def __init__(self, pairs: int, access: LinkShape, bottleneck: LinkShape,
                  bottleneck_down: LinkShape | None = None, mtu: int | None = None) -> None:
@@ -50,6 +90,7 @@ class Dumbbell(Topology):
         return ["s1-up", "bottleneck-up", "d1-down", "d1-up", "bottleneck-down", "s1-down"]
 
     def _add(self, net: Mininet) -> None:
+        from .router import Router
         left = net.addHost("left", cls=Router, ip=None)
         right = net.addHost("right", cls=Router, ip=None)
         net.addLink(left, right, intfName1="left-core", intfName2="right-core",

@@ -10,8 +10,10 @@ import shlex
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from mininet.node import Node
+if TYPE_CHECKING:
+    from mininet.node import Node
 
 _STATUS = re.compile(r"__testbed_status=(\d+)\s*$")
 

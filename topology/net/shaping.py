@@ -1,6 +1,7 @@
 """How a router emulates one direction of a link on its egress interface.
 
     root 1:  netem  delay D, loss p, limit 1e6   the propagation delay line and random loss
+                                                 (Bernoulli, or Gilbert bursts)
       1:1 -> 10: htb, class 10:1 rate R          the link's serialization rate
                10:1 -> 20: pfifo|bfifo limit Q   the drop-tail bottleneck queue
 
@@ -21,11 +22,25 @@ FRAME_QUANTUM = 1500 + ETHERNET_HEADER  # a full-size frame at the usual MTU
 PLACEHOLDER = "9999"
 
 
+def _percent(ratio: float) -> str:
+    return f"{ratio * 100:.6f}".rstrip("0").rstrip(".") + "%"
+
+
+def _loss(shape: LinkShape) -> str:
+    """netem's loss model. Bursts are the Gilbert model: `gemodel p r 1-h 1-k` with every
+    packet met in the bad state lost (1-h = 100%) and none in the good (1-k = 0%); the kernel
+    draws the transition before the packet's fate, in the state the packet arrived in
+    (loss_gilb_ell in net/sched/sch_netem.c, Linux 6.1), so a burst lasts 1/r packets."""
+    if shape.loss_burst is None or shape.loss == 0:
+        return f"loss random {_percent(shape.loss)}"
+    p, r = shape.gilbert()
+    return f"loss gemodel {_percent(p)} {_percent(r)} 100% 0%"
+
+
 def _netem(dev: str, verb: str, shape: LinkShape) -> str:
     delay_us = round(shape.delay_s * 1e6)
-    loss_pct = f"{shape.loss * 100:.6f}".rstrip("0").rstrip(".")
     return (f"qdisc {verb} dev {dev} root handle 1: netem limit {DELAY_LINE_LIMIT} "
-            f"delay {delay_us}us loss random {loss_pct}%")
+            f"delay {delay_us}us {_loss(shape)}")
 
 
 def _rate_class(dev: str, verb: str, rate_bps: float, frame_bytes: int) -> str:
@@ -57,7 +72,7 @@ def change(dev: str, old: LinkShape, new: LinkShape,
     if (old.rate_bps is None) != (new.rate_bps is None):
         return build(dev, new, frame_bytes)
     lines = []
-    if (old.delay_s, old.loss) != (new.delay_s, new.loss):
+    if (old.delay_s, old.loss, old.loss_burst) != (new.delay_s, new.loss, new.loss_burst):
         lines.append(_netem(dev, "change", new))
     if new.rate_bps is not None:
         if old.rate_bps != new.rate_bps:
