@@ -28,9 +28,11 @@ and the FTP programs with the command lines below (what the harness runs), so th
 builds them with the same code:
 
     python3 procedure.py ftp-server NAME --dir DIR --ftpd BIN --root DIR --address A
-                                     --timeout S [--port P]          (start; its log: NAME.log)
+                                     --timeout S [--port P] [--open-timeout S]
+                                     (start; its log: NAME.log)
     python3 procedure.py ftp-client NAME --dir DIR --ftpc BIN --variant V --server A
-                                     --out DIR --timeout S [--bind A] [--port P] [-- COMMANDS]
+                                     --out DIR --timeout S [--bind A] [--port P]
+                                     [--open-timeout S] [-- COMMANDS]
                                      (run within S + RUN_GRACE_S; its events: NAME.jsonl)
 
 The programs themselves (ftpd, ftpc, bulkflow) and their command lines: `ftp_server_argv`,
@@ -428,13 +430,19 @@ def _settle(path: Path, settle_s: float, limit_s: float = 10.0) -> None:
 
 # -- the programs ---------------------------------------------------------------------------------
 def ftp_server_argv(ftpd: str, root: str, address: str, log: str, timeout_s: float,
-                    port: int = FTP_PORT, options: Sequence[str] = ()) -> list[str]:
+                    port: int = FTP_PORT, options: Sequence[str] = (),
+                    open_timeout_s: int | None = None) -> list[str]:
     """ftpd serving `root` over TCP and SCTP on one address. Its own stall limits (60 s for
     data) are shorter than a lossy satellite path's backed-off retransmission timers: the
-    run's limit governs instead. `options`: more of ftpd's options (socket knobs, uploads)."""
+    run's limit governs instead. Not so the wait for a data connection to open, which never
+    ends on its own when the handshake's last ACK is lost until the server's half-open end
+    expires: `open_timeout_s` (ftpd's --open-timeout; None: its default), which the harness
+    computes from the run's stack (experiments/stacks.py, open_limits). `options`: more of
+    ftpd's options (socket knobs, uploads)."""
+    opening = [] if open_timeout_s is None else ["--open-timeout", str(int(open_timeout_s))]
     return [ftpd, "--root", root, "--tcp", f"{address}:{port}", "--sctp", f"{address}:{port}",
             "--log", log, "--data-timeout", str(int(timeout_s)),
-            "--idle-timeout", str(int(timeout_s)), *server_user(root), *options]
+            "--idle-timeout", str(int(timeout_s)), *opening, *server_user(root), *options]
 
 
 def server_user(root: str) -> list[str]:
@@ -452,10 +460,15 @@ def server_user(root: str) -> list[str]:
 def ftp_client_argv(ftpc: str, variant: str, server: str, out: str, timeout_s: float,
                     bind: str | None = None, port: int = FTP_PORT,
                     commands: Sequence[str] = ("mget", "*"),
-                    options: Sequence[str] = ()) -> list[str]:
-    """ftpc's session with the server; `options`: more of ftpc's options (`--active`, socket
-    knobs), which go before the server's address as ftpc reads them."""
+                    options: Sequence[str] = (),
+                    open_timeout_s: int | None = None) -> list[str]:
+    """ftpc's session with the server; `open_timeout_s`: its --open-timeout (the wait for a
+    transfer's 1xx before it retries on a new data connection; None: its default);
+    `options`: more of ftpc's options (`--active`, socket knobs), which go before the
+    server's address as ftpc reads them."""
     argv = [ftpc, "--variant", variant, "--out", out, "--timeout", str(int(timeout_s))]
+    if open_timeout_s is not None:
+        argv += ["--open-timeout", str(int(open_timeout_s))]
     if bind:
         argv += ["--bind", bind]
     return argv + [*options, f"{server}:{port}", *commands]
@@ -538,7 +551,8 @@ def _cli_run(args: argparse.Namespace) -> int:
 
 def _cli_ftp_server(args: argparse.Namespace) -> int:
     args.argv = ftp_server_argv(args.ftpd, args.root, args.address,
-                                str(args.dir / f"{args.name}.log"), args.timeout, args.port)
+                                str(args.dir / f"{args.name}.log"), args.timeout, args.port,
+                                open_timeout_s=args.open_timeout)
     args.ready, args.timeout = READY, STARTUP_TIMEOUT_S
     return _cli_start(args)
 
@@ -547,7 +561,8 @@ def _cli_ftp_client(args: argparse.Namespace) -> int:
     if not os.path.exists(args.out):
         os.makedirs(args.out)
     argv = ftp_client_argv(args.ftpc, args.variant, args.server, args.out, args.timeout,
-                           args.bind, args.port, args.argv or ("mget", "*"))
+                           args.bind, args.port, args.argv or ("mget", "*"),
+                           open_timeout_s=args.open_timeout)
     return _exit_status(run(host_launch, argv, args.dir / f"{args.name}.jsonl",
                             args.dir / f"{args.name}.err", args.timeout + RUN_GRACE_S))
 
@@ -623,6 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, default=FTP_PORT)
     server.add_argument("--timeout", type=float, required=True,
                         help="its data and idle limits, seconds")
+    server.add_argument("--open-timeout", type=int,
+                        help="its limit on a data connection's opening (default: ftpd's)")
     client = step("ftp-client", "run an ftpc session (ftp_client_argv) as `run` does; "
                                 "the commands after -- (default: mget *)")
     client.add_argument("--ftpc", required=True, help="the program")
@@ -633,6 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
     client.add_argument("--bind", help="the client's local address")
     client.add_argument("--timeout", type=float, required=True,
                         help="ftpc's stall limit; the session's is this plus RUN_GRACE_S")
+    client.add_argument("--open-timeout", type=int,
+                        help="its wait for a transfer's 1xx before a retry (default: ftpc's)")
     return parser
 
 

@@ -16,10 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from experiments import spec
+from experiments.onhost import analyze
+from experiments.onhost.ledger import Ledger
 from topology.kernel.base import REPO_ROOT
 
-from ..harness import analyze, spec
-from ..harness.ledger import Ledger
 from ..procedure import HEADERS_SNAPLEN, WHOLE_SNAPLEN
 from ..tshark.pcap_records import pcap_format, records
 from ..workloads.base import require_programs

@@ -12,6 +12,7 @@ BENCHMARKS = {
     "ftp": "experiments.benchmarks.ftp_programs",
     "http": "experiments.benchmarks.http_servers",
     "capture-of-headers": "experiments.benchmarks.capture_of_headers",
+    "kill-campaign": "experiments.benchmarks.kill_campaign",
 }
 ERRORS: tuple[type[Exception], ...] = ()
 

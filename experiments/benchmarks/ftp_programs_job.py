@@ -13,8 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from topology.net.addresses import SERVER_IP
-from topology.net.path import PathTopology
+from topology.net.path import SERVER_IP, PathTopology
 from topology.params import LinkShape
 
 from .. import procedure

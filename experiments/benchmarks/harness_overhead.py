@@ -17,11 +17,11 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from experiments import spec
+from experiments.onhost import wall_profile
+from experiments.onhost.coordinator import Harness
+from experiments.onhost.ledger import Ledger
 from topology.kernel.base import REPO_ROOT
-
-from ..harness import spec, wall_profile
-from ..harness.coordinator import Harness
-from ..harness.ledger import Ledger
 
 OUTPUT = REPO_ROOT / "results" / "bench-harness.json"
 ONE_SECOND = """

@@ -45,13 +45,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from experiments import spec
+from experiments.onhost import wall_profile
+from experiments.onhost.coordinator import Harness, PointState
+from experiments.onhost.ledger import RESULTS_ROOT, Ledger
+from experiments.spec import Experiment
 from topology.kernel import wake_latency
 from topology.kernel.uml_virtual import virtual_kernel
 
-from ..harness import spec, wall_profile
-from ..harness.coordinator import Harness, PointState
-from ..harness.ledger import RESULTS_ROOT, Ledger
-from ..harness.spec import Experiment
 from ..stats import anova_p, interval, welch_p
 
 BENCH_EXPERIMENT = "bench-virtual"

@@ -57,7 +57,10 @@ def write_tc(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def source_files() -> list[Path]:
-    return [FTP_IMPL / "Makefile", *sorted((FTP_IMPL / "src").glob("*.[ch]"))]
+    """The Makefile and the C sources the nodes build: common/ and each program's folder
+    (not fuzz/, whose targets only the controller builds)."""
+    return [FTP_IMPL / "Makefile",
+            *sorted(p for p in FTP_IMPL.glob("*/*.[ch]") if p.parent.name != "fuzz")]
 
 
 def source_version() -> dict[str, str]:
@@ -137,8 +140,9 @@ def analyse(run_dir: Path, variant: str, client_ip: str, manifest: Path) -> dict
     """A fetched run read the harness's way (the ftp-mget workload's `measure`): downloads
     checked against the data set's digests, the transfer time from the client's pcap and
     from its own events."""
+    from experiments.workloads.ftp_mget.workload import PhaseSettings, measure
+
     from ..workloads.dataset import verify_download
-    from ..workloads.ftp_mget import PhaseSettings, measure
 
     bundle = run_dir / CLIENT_BUNDLE
     if bundle.exists():

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from experiments.workloads.ftp_mget.workload import VARIANTS
 from topology.kernel import BackendError, open_backend
 from topology.kernel.base import default_results_root
 
-from ..workloads.ftp_mget import VARIANTS
 from .controller import mgmt_traffic
 
 PYTHON = "/usr/bin/python3"

@@ -19,9 +19,8 @@ from pathlib import Path as FsPath
 from typing import Any
 
 from topology.fidelity import probes
-from topology.net.addresses import SERVER_IP
 from topology.net.management import BRIDGE, STATE, ManagementNetwork
-from topology.net.path import PathTopology
+from topology.net.path import SERVER_IP, PathTopology
 from topology.params import LinkShape
 
 PLAYBOOKS = FsPath(__file__).resolve().parents[2] / "playbooks"

@@ -7,6 +7,7 @@ a DATA chunk whose TSN was seen before, or that fills a gap below the highest TS
 first copy was lost before the capture point), is a retransmission."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -224,6 +225,9 @@ def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:
 
 
 # -- time-sequences ------------------------------------------------------------------------------
+# bumped when time_sequence() reads a capture differently: saved ones of another version are
+# written again
+TIME_SEQUENCE_VERSION = 1
 @dataclass
 class Mark:
     time_s: float
@@ -247,6 +251,28 @@ class TimeSequence:
 
     def streams(self) -> list[int]:
         return sorted({m.stream for m in self.data})
+
+    def save(self, path: Path) -> None:
+        """As a run's file (time_sequence.json), written whole by rename: what a report draws
+        without reading the pcap again."""
+        marks = {side: [[m.time_s, m.value, m.flow, m.stream, int(m.retransmission)]
+                        for m in getattr(self, side)] for side in ("data", "acks")}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"version": TIME_SEQUENCE_VERSION, "transport": self.transport,
+                                   "unit": self.unit, "flows": self.flows, **marks}))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> TimeSequence:
+        saved = json.loads(path.read_text())
+        if saved.get("version") != TIME_SEQUENCE_VERSION:
+            raise ValueError(f"{path} is of another version than this reading's "
+                             f"({TIME_SEQUENCE_VERSION})")
+        marks = {side: [Mark(t, v, int(flow), int(stream), bool(retransmission))
+                        for t, v, flow, stream, retransmission in saved[side]]
+                 for side in ("data", "acks")}
+        return cls(saved["transport"], saved["unit"], marks["data"], marks["acks"],
+                   saved["flows"])
 
 
 class _Stacker:

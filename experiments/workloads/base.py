@@ -10,7 +10,10 @@ tables) knows no workload; it asks the experiment's workload, through this inter
   programs start on which node and in which order, what is captured where, how the run's
   data are verified);
 - what a finished run measured (`analyse`: metrics from the pcap through experiments.tshark and
-  from the programs' own event logs) and which columns that adds to runs.csv and summary.csv.
+  from the programs' own event logs) and which columns that adds to runs.csv and summary.csv;
+- optionally, before a report: the files its report reads beyond the tables, for the runs the
+  report draws (`report_data(root, run_ids)`, from their pcaps), so that reports read result
+  files only.
 
 A run that cannot count raises `RunFailure` (from experiments.procedure) with its reason; it
 is recorded as failed, never as a number."""
@@ -24,15 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from experiments.stacks import DEFAULT_STACK
 from topology.kernel.base import REAL_CLOCK
 from topology.kernel.metadata import clock
 
-from ..harness.profiles import DEFAULT_STACK
-
 if TYPE_CHECKING:
+    from experiments.spec import Experiment, Reader
     from topology.net.base import Topology
-
-    from ..harness.spec import Experiment, Reader
 
 
 PROGRAMS_ENV = "TESTBED_PROGRAMS"

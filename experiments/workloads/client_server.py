@@ -18,9 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.inkernel.run_capture import CaptureSettings, RunCapture
+
 from .. import procedure
 from ..procedure import RunFailure
-from ..run_capture import CaptureSettings, RunCapture
 from .base import capture_immediate
 
 if TYPE_CHECKING:

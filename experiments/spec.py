@@ -1,0 +1,300 @@
+"""Experiment files: TOML, one per experiment, read and checked before anything runs.
+
+An experiment is a topology with its link settings, a shaping matrix, and a workload:
+
+    name, description, seed
+    topology = "path"          # path | dumbbell | dualpath (networks.py says what [network] holds)
+    workload = "ftp-mget"      # what runs on it (experiments/workloads/); its own keys too
+    [network] ...              # the link settings per role
+    [matrix] loss, tcp_profiles, and the workload's axes
+    [repetitions] min, max, target_half_width, confidence, metric
+    [sctp] knobs;  [run] timeout_s, snaplen;  [run.slurm] how a Slurm cluster runs it (slurm.py)
+
+A file without `topology` and `workload` is an FTP mget on `path`, as every file was before
+workloads existed. Every error names the file, the key and the reason. What a study left open
+is given a value here and recorded with every result."""
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from experiments import networks, workloads
+from experiments.cluster.slurm import SETTING_TYPES as SLURM_SETTINGS
+from experiments.cluster.slurm import SlurmSettings, read_settings
+from experiments.stacks import SCTP_KNOBS, TCP_PROFILES
+from experiments.workloads.base import Point, Workload
+from topology.net import KINDS as TOPOLOGIES
+from topology.net.schedule import shapes_over_time
+from topology.params import LinkShape, ParameterError
+
+EXPERIMENTS_DIR = Path(__file__).resolve().parent
+
+
+class SpecError(ValueError):
+    """An experiment file that cannot be run; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    min: int = 3
+    max: int = 30
+    target_half_width: float = 0.05  # of the mean
+    confidence: float = 0.90
+    metric: str = ""                 # decides tightness; "" until read: the workload's default
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    file: Path
+    description: str
+    topology: str
+    network: networks.Network
+    workload: str
+    settings: Any                      # the workload's own, as it read them
+    losses: tuple[float, ...]
+    tcp_profiles: tuple[str, ...]
+    sctp: dict[str, int] = field(default_factory=dict)
+    repetitions: Repetitions = Repetitions()
+    seed: int = 1
+    run_timeout_s: float = 900.0
+    snaplen: int = 0
+    capture: str = "whole"             # or "headers": CAPTURES
+    slurm: SlurmSettings = SlurmSettings()
+
+    @property
+    def kind(self) -> Workload:
+        return workloads.get(self.workload)
+
+    def points(self) -> list[Point]:
+        return self.kind.points(self)
+
+    def as_record(self) -> dict[str, Any]:
+        """The experiment as it was run, for meta.json."""
+        return {
+            "name": self.name, "file": str(self.file), "description": self.description,
+            "topology": self.topology, "workload": self.workload, **self.network.record(),
+            **self.kind.record(self.settings), "losses": list(self.losses),
+            "tcp_profiles": list(self.tcp_profiles), "sctp": self.sctp,
+            "repetitions": vars(self.repetitions), "seed": self.seed,
+            "run_timeout_s": self.run_timeout_s, "snaplen": self.snaplen,
+            "capture": self.capture, "slurm": self.slurm.record(),
+            "metrics": {m.name: m.description for m in self.kind.metrics},
+        }
+
+
+COMMON_SCHEMA: dict[str, Any] = {
+    "name": str, "description": str, "seed": int, "topology": str, "workload": str,
+    "network": dict, "matrix": {"loss": list, "tcp_profiles": list},
+    "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float,
+                    "metric": str},
+    "sctp": {knob: int for knob in SCTP_KNOBS},
+    "run": {"timeout_s": float, "snaplen": int, "capture": str, "slurm": SLURM_SETTINGS},
+}
+
+# What a run's pcap holds. "headers": every packet to its transport headers (procedure's
+# HEADERS_SNAPLEN), and whole the packets whose payload the workload's analysis reads (its
+# `whole_in_a_capture_of_headers` filter); about a tenth of the bytes, written and stored, of
+# whole packets, for the same measured results (tests/harness/test_capture_of_headers.py).
+CAPTURES = ("whole", "headers")
+
+
+def find(name_or_file: str) -> Path:
+    """An experiment by name (experiments/NAME.toml) or by file path."""
+    candidate = Path(name_or_file)
+    if candidate.suffix == ".toml" or "/" in name_or_file:
+        if not candidate.is_file():
+            raise SpecError(f"{candidate}: no such experiment file")
+        return candidate.resolve()
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name_or_file):
+        raise SpecError(f"{name_or_file!r} is not an experiment name")
+    path = EXPERIMENTS_DIR / f"{name_or_file}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.toml")))
+        raise SpecError(f"no experiment called {name_or_file!r} in {EXPERIMENTS_DIR} "
+                        f"(known: {known})")
+    return path
+
+
+def load(name_or_file: str) -> Experiment:
+    path = find(name_or_file)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise SpecError(f"{path}: not valid TOML: {error}") from None
+    return Reader(path).experiment(data)
+
+
+class Reader:
+    """Reads one experiment file; the topology's and the workload's readers use its checks,
+    so every error reads alike."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+
+    def fail(self, key: str, reason: str) -> SpecError:
+        return SpecError(f"{self.file}: {key}: {reason}")
+
+    def check_keys(self, table: dict[str, Any], schema: dict[str, Any], where: str) -> None:
+        for key, value in table.items():
+            full = f"{where}.{key}" if where else key
+            if key not in schema:
+                raise self.fail(full, f"unknown key (expected one of: {', '.join(schema)})")
+            expected = schema[key]
+            if isinstance(expected, dict):
+                if not isinstance(value, dict):
+                    raise self.fail(full, "must be a table")
+                self.check_keys(value, expected, full)
+            elif expected is dict:
+                if not isinstance(value, dict):
+                    raise self.fail(full, "must be a table")
+            elif expected is float:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise self.fail(full, f"must be a number, got {value!r}")
+            elif isinstance(value, bool) != (expected is bool) or not isinstance(value, expected):
+                raise self.fail(full, f"must be {expected.__name__}, got {value!r}")
+
+    def required(self, table: dict[str, Any], key: str, where: str) -> Any:
+        if key not in table:
+            raise self.fail(f"{where}.{key}" if where else key, "missing")
+        return table[key]
+
+    def guard(self, key: str, parse: Callable[[Any], Any], value: Any) -> Any:
+        try:
+            return parse(value)
+        except ParameterError as error:
+            raise self.fail(key, str(error)) from None
+
+    def choice(self, key: str, value: Any, known: tuple[str, ...] | dict[str, Any],
+               what: str) -> None:
+        if value not in known:
+            raise self.fail(key, f"unknown {what} {value!r} (one of: {', '.join(known)})")
+
+    def number_list(self, key: str, values: list[Any], within: Callable[[float], bool],
+                    what: str) -> tuple[float, ...]:
+        """A non-empty list of numbers, each `within` its range; `what` names one with its
+        range ("loss ratio in [0, 1)")."""
+        if not values:
+            raise self.fail(key, f"needs at least one {what.split(' in ')[0]}")
+        for value in values:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not within(value):
+                raise self.fail(key, f"{value!r} is not a {what}")
+        return tuple(float(v) for v in values)
+
+    def experiment(self, data: dict[str, Any]) -> Experiment:
+        topology = data.get("topology", "path")
+        kind = data.get("workload", workloads.DEFAULT)
+        for key, value, known in (("topology", topology, TOPOLOGIES),
+                                  ("workload", kind, tuple(workloads.PACKAGES))):
+            if not isinstance(value, str):
+                raise self.fail(key, f"must be a string, got {value!r}")
+            self.choice(key, value, known, key)
+        workload = workloads.get(kind)
+        if topology not in workload.topologies:
+            raise self.fail("topology", f"the {kind} workload runs on "
+                                        f"{' or '.join(workload.topologies)}, not {topology}")
+        self.check_keys(data, self.schema(topology, workload), "")
+        name = self.required(data, "name", "")
+        if name != self.file.stem:
+            raise self.fail("name", f"{name!r} must match the file name {self.file.stem!r}")
+        network = networks.read(self, topology, self.required(data, "network", ""))
+        matrix = self.required(data, "matrix", "")
+        run = data.get("run", {})
+        experiment = Experiment(
+            name=name, file=self.file, description=data.get("description", ""),
+            topology=topology, network=network, workload=kind,
+            settings=workload.read(self, data),
+            losses=self.number_list("matrix.loss", self.required(matrix, "loss", "matrix"),
+                                    lambda v: 0 <= v < 1, "loss ratio in [0, 1)"),
+            tcp_profiles=self.profiles(matrix.get("tcp_profiles", ["tcp-newreno"])),
+            sctp=self.sctp(data.get("sctp", {})),
+            repetitions=self.repetitions(data.get("repetitions", {}), workload),
+            seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
+            snaplen=run.get("snaplen", 0), capture=run.get("capture", "whole"),
+            slurm=read_settings(run.get("slurm", {}), self.fail))
+        if not 10 <= experiment.run_timeout_s <= 86_400:
+            raise self.fail("run.timeout_s", "must be between 10 s and one day")
+        if experiment.snaplen != 0 and experiment.snaplen < 64:
+            raise self.fail("run.snaplen", "0 (whole packets) or at least 64 bytes")
+        self.check_capture(experiment, workload)
+        self.check_loss_burst(experiment)
+        self.check_schedule(experiment)
+        return experiment
+
+    def check_schedule(self, experiment: Experiment) -> None:
+        """Every change falls inside a run and gives a possible link on every entry at every
+        loss of the matrix."""
+        network = experiment.network
+        for i, change in enumerate(network.schedule):
+            if change.at_s >= experiment.run_timeout_s:
+                raise self.fail(f"network.schedule[{i}].at",
+                                f"{change.at_s:g} s is past the run's limit "
+                                f"(run.timeout_s = {experiment.run_timeout_s:g} s)")
+        for entry in network.entries if network.schedule else ():
+            for loss in experiment.losses:
+                self.guard("network.schedule",
+                           lambda links: shapes_over_time(links, list(network.schedule)),
+                           network.links(entry, loss))
+
+    def check_loss_burst(self, experiment: Experiment) -> None:
+        """Bursts must fit every loss of the matrix: a mean loss L in bursts of B packets needs
+        L <= B/(B+1)."""
+        burst = experiment.network.loss_burst
+        if burst is not None:
+            self.guard("network.loss_burst",
+                       lambda b: LinkShape(loss=max(experiment.losses), loss_burst=b), burst)
+
+    def check_capture(self, experiment: Experiment, workload: Workload) -> None:
+        if experiment.capture not in CAPTURES:
+            raise self.fail("run.capture", f"one of {', '.join(map(repr, CAPTURES))}, not "
+                                           f"{experiment.capture!r}")
+        if experiment.capture != "headers":
+            return
+        if experiment.snaplen:
+            raise self.fail("run.snaplen", 'capture = "headers" sets the snaplen itself: drop '
+                                           f"snaplen (it is {experiment.snaplen})")
+        if not getattr(workload, "whole_in_a_capture_of_headers", None):
+            raise self.fail("run.capture", f"the {experiment.workload} workload reads payloads "
+                                            'that a capture of headers cuts: use "whole"')
+
+    def schema(self, topology: str, workload: Workload) -> dict[str, Any]:
+        schema = {**COMMON_SCHEMA, **workload.top_keys,
+                  "network": networks.SCHEMAS[topology],
+                  "matrix": {**COMMON_SCHEMA["matrix"], **workload.matrix_keys}}
+        if workload.table:
+            schema[workload.table] = workload.table_keys
+        return schema
+
+    def profiles(self, values: list[Any]) -> tuple[str, ...]:
+        if not values:
+            raise self.fail("matrix.tcp_profiles", "needs at least one TCP profile")
+        for value in values:
+            self.choice("matrix.tcp_profiles", value, TCP_PROFILES, "profile")
+        return tuple(values)
+
+    def sctp(self, knobs: dict[str, int]) -> dict[str, int]:
+        for knob, value in knobs.items():
+            low, high = SCTP_KNOBS[knob]["range"]
+            if not low <= value <= high:
+                raise self.fail(f"sctp.{knob}", f"{value} is out of range ({low} to {high})")
+        return dict(knobs)
+
+    def repetitions(self, table: dict[str, Any], workload: Workload) -> Repetitions:
+        reps = Repetitions(**{"metric": workload.default_metric, **table})
+        self.choice("repetitions.metric", reps.metric,
+                    tuple(m.name for m in workload.metrics), "metric")
+        if not 2 <= reps.min <= reps.max:
+            raise self.fail("repetitions", "need 2 <= min <= max (a confidence interval needs "
+                                           "two runs)")
+        if reps.max > 1000:
+            raise self.fail("repetitions.max", "at most 1000")
+        if not 0 < reps.target_half_width < 1:
+            raise self.fail("repetitions.target_half_width", "a fraction of the mean in (0, 1)")
+        if not 0.5 <= reps.confidence < 1:
+            raise self.fail("repetitions.confidence", "a level in [0.5, 1)")
+        return reps

@@ -1,0 +1,236 @@
+"""Transport profiles: how the end hosts' stacks are set for a run.
+
+A TCP profile sets the hosts' TCP congestion control and SACK as sysctls per namespace (the
+workload says which of its runs it applies to: the tcp variant of FTP, every TCP flow of
+bulk-flows); SCTP runs with the kernel's SCTP defaults plus any knob the experiment file sets.
+A stack profile (STACKS) sets what a comparison of TCP and SCTP also depends on: the socket
+buffers, hence the receive windows, and the retransmission timers, for both transports. Every
+value applied is recorded with the run."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TCP_PROFILES: dict[str, dict[str, str]] = {
+    # As the studies ran: New-Reno congestion control, no SACK.
+    "tcp-newreno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
+                    "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "1"},
+    # The fairness study's hosts (E3): Reno congestion control with SACK, as ns-2's Sack1 agent.
+    "tcp-sack-reno": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "1",
+                      "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "1"},
+    # TCP as the multi-socket FTP study's hosts had it (E5): Reno, no SACK, and no window
+    # scaling (RFC 1323 was not yet deployed), so one connection's window stops at 64 KB
+    # whatever the buffers: the cap that parallel connections work around.
+    "tcp-reno-64k": {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
+                     "net.ipv4.tcp_dsack": "0", "net.ipv4.tcp_window_scaling": "0"},
+    # The modern Linux default: CUBIC with SACK (and window scaling).
+    "tcp-linux": {"net.ipv4.tcp_congestion_control": "cubic", "net.ipv4.tcp_sack": "1",
+                  "net.ipv4.tcp_dsack": "1", "net.ipv4.tcp_window_scaling": "1"},
+}
+# Every profile sets every key any profile sets (tests/unit/test_profiles.py): a kernel runs
+# the runs of several profiles one after another, and a key one profile set and the next left
+# alone would carry over (a tcp-linux run after a tcp-reno-64k one ran without window
+# scaling).
+
+# Applied on every run, whatever the profile: no run may inherit a cached ssthresh or RTT
+# from an earlier one.
+COMMON_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1"}
+
+SCTP_PROFILE = "sctp"
+
+# Experiment-file knob -> sysctl and accepted range.
+SCTP_KNOBS: dict[str, dict] = {
+    "rto_min_ms": {"sysctl": "net.sctp.rto_min", "range": (1, 60_000)},
+    "rto_initial_ms": {"sysctl": "net.sctp.rto_initial", "range": (1, 60_000)},
+    "rto_max_ms": {"sysctl": "net.sctp.rto_max", "range": (1, 600_000)},
+    "delayed_sack_ms": {"sysctl": "net.sctp.sack_timeout", "range": (1, 500)},
+    "max_burst": {"sysctl": "net.sctp.max_burst", "range": (0, 1000)},
+}
+
+
+def sysctls_for(profile: str, sctp_knobs: dict[str, int], stack: str) -> dict[str, str]:
+    """The run's sysctls: the stack's SCTP timers, then the TCP profile, then the experiment's
+    own SCTP knobs, which win."""
+    values = dict(COMMON_SYSCTLS)
+    values.update(STACKS[stack].sysctls())
+    if profile in TCP_PROFILES:
+        values.update(TCP_PROFILES[profile])
+    for knob, value in sctp_knobs.items():
+        values[SCTP_KNOBS[knob]["sysctl"]] = str(value)
+    return values
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """The socket buffers the programs ask for (SO_SNDBUF, SO_RCVBUF), in the BSD sense: the
+    bytes of data the buffer may hold. Linux doubles an asked size to leave room for its own
+    bookkeeping and advertises half of its buffer as the window, so asking N gives a receive
+    window of about N on both transports. 0: the kernel's own sizing (TCP autotuning)."""
+
+    sndbuf: int
+    rcvbuf: int
+
+    def program_options(self) -> list[str]:
+        options = []
+        if self.sndbuf:
+            options += ["--sndbuf", str(self.sndbuf)]
+        if self.rcvbuf:
+            options += ["--rcvbuf", str(self.rcvbuf)]
+        return options
+
+
+# How often a handshake's packets are retried before the sender gives up: Linux 6.1's defaults
+# (net.ipv4.tcp_syn_retries, tcp_synack_retries, net.sctp.max_init_retransmits), applied on
+# every run so that the open limits below are computed from what the kernel does. Sources,
+# Linux 6.1: include/net/tcp.h (TCP_SYN_RETRIES 6, TCP_SYNACK_RETRIES 5, TCP_RTO_MAX 120*HZ);
+# net/sctp/protocol.c (sctp_defaults_init: max_retrans_init = 8). Every stack, `published`
+# too, keeps them: FreeBSD 4.6's and KAME's retry schedules are not yet applied.
+LINUX_TCP_SYN_RETRIES = 6
+LINUX_TCP_SYNACK_RETRIES = 5
+LINUX_SCTP_MAX_INIT_RETRANSMITS = 8
+LINUX_TCP_RTO_MAX_S = 120.0   # TCP_RTO_MAX: a backed-off handshake timer stops doubling there
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Windows and timers of both transports, as one era's stacks had them."""
+
+    name: str
+    description: str
+    tcp: Buffers
+    sctp: Buffers
+    tcp_initial_rto_ms: int            # 1000 is Linux's own (TCP_TIMEOUT_INIT)
+    tcp_rto_min_ms: int                # 200 is Linux's own (TCP_RTO_MIN)
+    sctp_rto_ms: tuple[int, int, int]  # min, initial, max: applied as SCTP sysctls
+    sources: tuple[str, ...]
+    tcp_syn_retries: int = LINUX_TCP_SYN_RETRIES
+    tcp_synack_retries: int = LINUX_TCP_SYNACK_RETRIES
+    sctp_max_init_retransmits: int = LINUX_SCTP_MAX_INIT_RETRANSMITS
+
+    def buffers(self, transport: str) -> Buffers:
+        return self.tcp if transport == "tcp" else self.sctp
+
+    def sysctls(self) -> dict[str, str]:
+        low, initial, high = self.sctp_rto_ms
+        return {"net.sctp.rto_min": str(low), "net.sctp.rto_initial": str(initial),
+                "net.sctp.rto_max": str(high),
+                "net.sctp.max_init_retransmits": str(self.sctp_max_init_retransmits),
+                "net.ipv4.tcp_syn_retries": str(self.tcp_syn_retries),
+                "net.ipv4.tcp_synack_retries": str(self.tcp_synack_retries)}
+
+    def record(self) -> dict[str, object]:
+        return {"description": self.description,
+                "tcp": {"sndbuf": self.tcp.sndbuf, "rcvbuf": self.tcp.rcvbuf,
+                        "initial_rto_ms": self.tcp_initial_rto_ms,
+                        "rto_min_ms": self.tcp_rto_min_ms},
+                "sctp": {"sndbuf": self.sctp.sndbuf, "rcvbuf": self.sctp.rcvbuf,
+                         "rto_min_ms": self.sctp_rto_ms[0],
+                         "rto_initial_ms": self.sctp_rto_ms[1],
+                         "rto_max_ms": self.sctp_rto_ms[2]},
+                "sources": list(self.sources)}
+
+
+RFC2960_SCTP_RTO_MS = (1000, 3000, 60_000)   # RTO.Min, RTO.Initial, RTO.Max (RFC 2960 14)
+# What Linux SCTP can be asked without raising net.core.rmem_max, a host-wide setting.
+LINUX_RMEM_MAX = 212_992
+
+STACKS: dict[str, Stack] = {
+    # The FTP studies (E1, E2) ran their programs on FreeBSD hosts with the KAME SCTP stack.
+    "published": Stack(
+        "published",
+        "FreeBSD TCP and KAME SCTP as the FTP studies ran them: TCP's 32 KB send and "
+        "64 KB receive buffers (no autotuning), a 3 s initial RTO; SCTP's large KAME buffers "
+        "(about 228 KB there; 208 KB here, Linux's ceiling for an unprivileged request) and "
+        "RFC 2960's timers",
+        tcp=Buffers(sndbuf=32_768, rcvbuf=65_536),
+        sctp=Buffers(sndbuf=LINUX_RMEM_MAX, rcvbuf=LINUX_RMEM_MAX),
+        tcp_initial_rto_ms=3000, tcp_rto_min_ms=200,
+        sctp_rto_ms=RFC2960_SCTP_RTO_MS,
+        sources=(
+            "FreeBSD sys/netinet/tcp_usrreq.c: tcp_sendspace = 1024*32, "
+            "tcp_recvspace = 1024*64 (net.inet.tcp.sendspace, recvspace)",
+            "FreeBSD sys/netinet/tcp_timer.h: TCPTV_RTOBASE 3*hz (the initial RTO); "
+            "TCPTV_MIN hz/33 plus TCPTV_CPU_VAR, 200 ms of slop, which replaced the earlier 1 s "
+            "minimum: about Linux's 200 ms floor, which is kept",
+            "KAME sys/netinet/sctp_usrreq.c (rev. 1.50): sctp_init() sets sctp_sendspace and "
+            "sctp_recvspace to SB_MAX scaled for mbuf overhead, about 228 KB",
+            "RFC 2960 section 14: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s",
+        )),
+    # Today's Linux 6.1 as installed: the kernel sizes TCP's buffers itself.
+    "linux": Stack(
+        "linux",
+        "Linux 6.1's defaults: TCP buffers autotuned (tcp_rmem 4096 131072 6291456, window "
+        "scaling), a 1 s initial RTO and a 200 ms floor; SCTP's buffers from "
+        "net.core.rmem_default (a_rwnd 106496), RFC 4960's timers",
+        tcp=Buffers(0, 0), sctp=Buffers(0, 0),
+        tcp_initial_rto_ms=1000, tcp_rto_min_ms=200,
+        sctp_rto_ms=RFC2960_SCTP_RTO_MS,
+        sources=("Documentation/networking/ip-sysctl.rst (tcp_rmem, tcp_wmem, rto_min, "
+                 "rto_initial, rto_max)", "include/net/tcp.h: TCP_TIMEOUT_INIT, TCP_RTO_MIN")),
+}
+DEFAULT_STACK = "linux"
+
+
+# -- how long a data connection may take to open ---------------------------------------------------
+def retry_span_s(initial_s: float, retries: int, ceiling_s: float) -> float:
+    """How long a handshake packet is retried before its sender gives up: its first timer and
+    one more per retransmission, each twice the one before and at most `ceiling_s` (Linux's
+    SYN and SYN-ACK timers; SCTP's T1-init and T1-cookie)."""
+    return sum(min(initial_s * 2 ** i, ceiling_s) for i in range(retries + 1))
+
+
+@dataclass(frozen=True)
+class OpenLimits:
+    """The FTP programs' limits on a data connection's opening (their --open-timeout), for one
+    transport under one run's settings.
+
+    handshake_s bounds every handshake the stack lets succeed. TCP: the client's SYN is
+    retried until the SYN span (tcp_syn_retries timers from the initial RTO), and the half-open
+    end its last SYN makes at the server lives the SYN-ACK span (tcp_synack_retries timers): no
+    ACK completes a handshake later than their sum. SCTP: the INIT, then the COOKIE ECHO, each
+    retried max_init_retransmits times from rto_initial, at most rto_max each. ftpd waits
+    server_s (handshake_s, rounded up) for the connection after the transfer command, then
+    answers 425; ftpc waits client_s (twice that) for the command's 1xx, so that ftpd's 425
+    comes first however slow the control connection is within a retransmission schedule as
+    long, and retries on a new data connection after either."""
+
+    transport: str
+    handshake_s: float
+    server_s: int
+    client_s: int
+    basis: dict[str, float | int]
+
+    def record(self) -> dict[str, object]:
+        return {"transport": self.transport, "handshake_s": round(self.handshake_s, 3),
+                "ftpd_open_timeout_s": self.server_s, "ftpc_open_timeout_s": self.client_s,
+                "basis": dict(self.basis)}
+
+
+def open_limits(transport: str, sysctls: dict[str, str], tcp_initial_rto_ms: int
+                ) -> OpenLimits:
+    """The open limits from a run's sysctls (sysctls_for) and TCP's initial RTO (the stack's,
+    applied through a sock_ops program where it is not Linux's 1 s)."""
+    if transport == "tcp":
+        initial = tcp_initial_rto_ms / 1000
+        syn_retries = int(sysctls.get("net.ipv4.tcp_syn_retries", LINUX_TCP_SYN_RETRIES))
+        synack_retries = int(sysctls.get("net.ipv4.tcp_synack_retries",
+                                         LINUX_TCP_SYNACK_RETRIES))
+        syn = retry_span_s(initial, syn_retries, LINUX_TCP_RTO_MAX_S)
+        synack = retry_span_s(initial, synack_retries, LINUX_TCP_RTO_MAX_S)
+        basis: dict[str, float | int] = {
+            "initial_rto_s": initial, "rto_max_s": LINUX_TCP_RTO_MAX_S,
+            "syn_retries": syn_retries, "synack_retries": synack_retries,
+            "syn_span_s": syn, "synack_span_s": synack}
+        handshake = syn + synack
+    else:
+        initial = int(sysctls["net.sctp.rto_initial"]) / 1000
+        ceiling = int(sysctls["net.sctp.rto_max"]) / 1000
+        retries = int(sysctls.get("net.sctp.max_init_retransmits",
+                                  LINUX_SCTP_MAX_INIT_RETRANSMITS))
+        span = retry_span_s(initial, retries, ceiling)
+        basis = {"rto_initial_s": initial, "rto_max_s": ceiling,
+                 "max_init_retransmits": retries, "init_span_s": span,
+                 "cookie_echo_span_s": span}
+        handshake = 2 * span
+    server = math.ceil(handshake)
+    return OpenLimits(transport, handshake, server, 2 * server, basis)
