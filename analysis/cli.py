@@ -1,25 +1,29 @@
-"""The analysis layer's commands, part of `testbed` (testbed/cli.py):
+"""The analysis layer's command, part of `testbed` (testbed/cli.py):
 
   testbed report EXP [--results DIR] [--out DIR] [--log] [--run RUN_ID ...]
-  testbed speedup EXP [--results DIR]       the speed-up tables of an ftp-mget experiment
-  testbed decode PCAP                       FTP over SCTP lines, per stream
 
-EXP is an experiment name (results/EXP/), a .toml file (its stem), or a result folder."""
+EXP is an experiment name (results/EXP/), a .toml file (its stem), or a result folder. The
+workload's figures and tables come from its own report (experiments/workloads/<name>/report/),
+which the `testbed` command hands in as `report_of`, with `prepare`: what writes the run files
+that report reads beyond the tables (from the pcaps, by the workload). This layer imports no
+workload and reads result files only."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
-from experiments.tshark import TsharkError
-from experiments.tshark.ftp import over_sctp
 from topology.kernel.base import default_results_root
 
 from . import results
-from .wireshark import DISSECTOR
 
-ERRORS = (results.ResultError, TsharkError, KeyError)
+ERRORS = (results.ResultError, KeyError)
+ReportOf = Callable[[str], ModuleType | None]
+# (result set, the runs asked for) -> what could not be prepared, a line each
+Prepare = Callable[[results.ResultSet, list[str] | None], list[str]]
 
 
 def result_folder(experiment: str, root: Path) -> Path:
@@ -30,8 +34,10 @@ def result_folder(experiment: str, root: Path) -> Path:
     return root / name
 
 
-def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) -> None:
-    """`command(name, help, example)` makes a subcommand's parser."""
+def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser],
+                 report_of: ReportOf, prepare: Prepare) -> None:
+    """`command(name, help, example)` makes a subcommand's parser; `report_of(workload)` is
+    the workload's report module, `prepare` writes the run files it reads."""
     rep = command("report", "figures, tables and report.html of an experiment's results",
                   "testbed report demo --log   # -> results/demo/report/report.html")
     rep.add_argument("experiment")
@@ -43,39 +49,17 @@ def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser]) ->
     rep.add_argument("--run", action="append", default=None, metavar="RUN_ID",
                      help="a run to draw as time-sequence (repeatable; default: one per "
                           "variant at the highest loss)")
-    spd = command("speedup", "print the speed-up tables of an FTP experiment",
-                  "testbed speedup smoke")
-    spd.add_argument("experiment")
-    spd.add_argument("--results", type=Path, default=default_results_root())
-    dec = command("decode", "FTP over SCTP in a pcap, through the Lua dissector",
-                  "testbed decode results/smoke/pcaps/RUN.pcap")
-    dec.add_argument("pcap", type=Path)
-    for parser in (rep, spd, dec):
-        parser.set_defaults(handler=handle)
+    rep.set_defaults(handler=functools.partial(handle, report_of=report_of, prepare=prepare))
 
 
-def handle(args: argparse.Namespace) -> int:
-    if args.command == "decode":
-        for line in over_sctp(args.pcap, DISSECTOR):
-            print(f"{line.frame:6d} {line.variant:11s} stream {line.stream} {line.role:7s} "
-                  f"{' '.join(line.commands)} {' '.join(map(str, line.reply_codes))}")
-        return 0
+def handle(args: argparse.Namespace, report_of: ReportOf, prepare: Prepare) -> int:
     # matplotlib and scipy load only for the commands that draw or compute
     from . import report
-    from .ftp_mget import speedup
-    from .ftp_mget.points import FtpResults
 
     result_set = results.load(result_folder(args.experiment, args.results))
-    if args.command == "speedup":
-        if result_set.workload != "ftp-mget":
-            raise results.ResultError(f"{result_set.root}: speed-ups compare FTP variants; "
-                                      f"this is a {result_set.workload} experiment")
-        for s in speedup.speedups(FtpResults(result_set)):
-            print(f"{s.comparison:36s} {speedup.describe_cell(s.variant.key):32s} "
-                  f"{speedup.format_ratio(s)}")
-        return 0
-    out = report.write(result_set, args.out, args.log, args.run)
-    for problem in out.problems:
+    unprepared = prepare(result_set, args.run)
+    out = report.write(result_set, report_of(result_set.workload), args.out, args.log, args.run)
+    for problem in unprepared + out.problems:
         print(f"warning: {problem}", file=sys.stderr)
     if not result_set.complete:
         print(f"{result_set.name}: partial result set: {len(result_set.missing())} points "

@@ -3,16 +3,15 @@ CSV), the workload's tables as CSV, and report.html, which holds all of it and o
 
 What every report has (completeness against the matrix, every point's metrics, parameters,
 kernel and tools, link checks, fidelity, runs and pcaps) is drawn here; what the workload
-measures is drawn by its own module (analysis/<workload>/: `build_figures`, `tables`,
-`sections`). A result folder of a workload without such a module still gets the common
-report."""
+measures is drawn by the workload's own report (experiments/workloads/<name>/report/:
+`build_figures`, `tables`, `sections`), which the `testbed` command hands in: this layer imports
+no workload. A result folder of a workload without a report still gets the common report."""
 from __future__ import annotations
 
 import csv
 import math
 import os
 from dataclasses import dataclass, field
-from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,9 +20,6 @@ from matplotlib.figure import Figure
 
 from . import html
 from .results import ResultSet
-
-WORKLOAD_REPORTS = {"ftp-mget": ".ftp_mget", "bulk-flows": ".bulk_flows",
-                    "http-page": ".http_page"}
 
 
 @dataclass
@@ -49,12 +45,6 @@ class Report:
         return intro + "".join(parts) if parts else "<p>No data.</p>"
 
 
-def workload_report(kind: str) -> ModuleType | None:
-    """The workload's report module, None for a workload that has none."""
-    return import_module(WORKLOAD_REPORTS[kind], __package__) if kind in WORKLOAD_REPORTS \
-        else None
-
-
 def write_csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> Path:
     columns = columns or (list(rows[0]) if rows else ["empty"])
     with path.open("w", newline="") as handle:
@@ -71,25 +61,24 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def build_figures(results: ResultSet, log_scale: bool = False,
+def build_figures(results: ResultSet, module: ModuleType | None, log_scale: bool = False,
                   run_ids: list[str] | None = None, problems: list[str] | None = None
                   ) -> dict[str, Figure]:
-    module = workload_report(results.workload)
     if module is None:
         return {}
     return module.build_figures(results, log_scale, run_ids,
                                 problems if problems is not None else [])
 
 
-def write(results: ResultSet, out: Path | None = None, log_scale: bool = False,
-          run_ids: list[str] | None = None) -> Report:
+def write(results: ResultSet, module: ModuleType | None, out: Path | None = None,
+          log_scale: bool = False, run_ids: list[str] | None = None) -> Report:
+    """The report of `results`; `module` is its workload's report (None: the common report)."""
     report = Report(Path(out) if out else results.root / "report")
     report.folder.mkdir(parents=True, exist_ok=True)
-    module = workload_report(results.workload)
     if module is None:
         report.problems.append(f"no figures for the {results.workload!r} workload in this "
                                "version of the testbed: the common report only")
-    report.figures = build_figures(results, log_scale, run_ids, report.problems)
+    report.figures = build_figures(results, module, log_scale, run_ids, report.problems)
     for stem, fig in report.figures.items():
         fig.savefig(report.folder / f"{stem}.png", dpi=110)
         fig.savefig(report.folder / f"{stem}.pdf")
