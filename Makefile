@@ -26,9 +26,10 @@ ifeq ($(filter $(SCHEDULER),local slurm),)
 $(error SCHEDULER=$(SCHEDULER): choose local or slurm)
 endif
 
-.PHONY: all setup setup-test setup-kernel kernel build test test-fast lint test-core test-ftp test-virtual \
+.PHONY: all setup setup-test setup-kernel kernel build test test-fast test-host test-kernel lint test-core test-ftp test-virtual \
         test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp bench-http \
-        experiment smoke tables report clean image image-base fanout deploy-emulated fuzz
+        experiment smoke tables report reproduce bench-reproduce clean image image-base fanout \
+        deploy-emulated fuzz
 
 all: build
 
@@ -64,13 +65,27 @@ kernel: setup-kernel
 build: setup
 	$(MAKE) -C ftp-impl
 
-# The whole suite, as CI runs it. Tests boot the pinned kernel themselves.
+# The whole suite, as CI runs it. Tests boot the pinned kernel themselves. Most of the suite
+# waits (on links, timers, kernels' boots) rather than computes, so its files run
+# TEST_WORKERS at a time (pytest-xdist, a file to a worker); those marked `serial` (they
+# measure time, rates or load) then run alone. The sanitizer builds are made first, once.
+TEST_WORKERS ?= 2
 test: setup-test build
-	$(PYTHON) -m pytest tests --durations=30
+	$(MAKE) -C ftp-impl -s sanitize sanitize-ub
+	$(PYTHON) -m pytest tests -m "not serial" -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(PYTHON) -m pytest tests -m serial --durations=30
 
-# The edit-test loop: the tests that need no kernel and no build, and the linters (seconds).
+# The edit-test loop: every test marked `unit` (no pinned kernel, no build), the linters and
+# the docs check among them: under a minute. `test-host` adds the programs on this machine's
+# kernel; `test-kernel` is the rest. Kinds: tests/README.md.
 test-fast:
-	$(PYTHON) -m pytest tests/unit
+	$(PYTHON) -m pytest -m unit tests
+
+test-host: setup-test build
+	$(PYTHON) -m pytest -m host tests
+
+test-kernel: setup-test build
+	$(PYTHON) -m pytest -m kernel tests
 
 # ruff, shellcheck and clang-format, as configured in the repository (part of test-fast).
 lint: setup-test
@@ -161,6 +176,22 @@ tables: setup
 
 # Figures (PNG, PDF), the workload's tables and a self-contained report.html from the result
 # files of an experiment: results/$(EXP)/report/. LOG=1 draws the time axes logarithmic.
+# The verdict on the studies' published findings (experiments/claims/): runs the points the
+# claims need (finished runs count; interrupted, the same command resumes), then writes
+# results/reproduce/scorecard.csv, .json and .html. QUICK=1: a reduced copy of each experiment
+# that still judges every claim (results/reproduce/quick/); STUDIES=E1,E3: those only. In
+# virtual time unless KERNEL is given.
+REPRODUCE_OPTIONS = $(if $(QUICK),--quick) $(if $(STUDIES),--studies $(STUDIES)) \
+                    $(if $(WORKERS),--workers $(WORKERS)) $(RESULTS_OPTION) \
+                    --kernel $(if $(filter command line environment,$(origin KERNEL)),$(KERNEL),uml-virtual)
+reproduce: setup-kernel build
+	$(TESTBED) reproduce $(REPRODUCE_OPTIONS)
+
+# Every claim at its study's repetition policy: prints the time per study and the verdict
+# counts, writes results/bench-reproduce.json.
+bench-reproduce: setup-kernel build
+	$(TESTBED) reproduce $(REPRODUCE_OPTIONS) --bench $(or $(RESULTS),results)/bench-reproduce.json
+
 report: setup
 	$(TESTBED) report $(EXP) $(if $(LOG),--log) $(RESULTS_OPTION)
 

@@ -22,12 +22,15 @@ from typing import Any
 os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
 
 from analysis import cli as analysis_cli  # noqa: E402
+from experiments import workloads  # noqa: E402
 from experiments.benchmarks import cli as benchmarks_cli  # noqa: E402
 from experiments.deploy import cli as deploy_cli  # noqa: E402
-from experiments.harness import cli as harness_cli  # noqa: E402
+from experiments.onhost import cli as harness_cli  # noqa: E402
+from experiments.workloads.ftp_mget.report import cli as ftp_cli  # noqa: E402
+from testbed import reproduce  # noqa: E402
 from topology import cli as topology_cli  # noqa: E402
 
-LAYERS = (harness_cli, analysis_cli, topology_cli, benchmarks_cli, deploy_cli)
+LAYERS = (harness_cli, analysis_cli, ftp_cli, topology_cli, benchmarks_cli, deploy_cli)
 # Commands that run something after `--` take everything behind it verbatim.
 PASSTHROUGH = ("kernel", "net")
 # Commands that hand their options on to a program of their own (`testbed controller tc
@@ -46,8 +49,27 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
     for layer in LAYERS:
-        layer.add_commands(command)
+        if layer is analysis_cli:
+            # the report draws each workload's figures, handed in from the workloads' registry
+            layer.add_commands(command, workloads.report_of, report_data)
+        else:
+            layer.add_commands(command)
+    reproduce.add_command(command, report_data)
     return parser
+
+
+def report_data(result_set: Any, run_ids: list[str] | None) -> list[str]:
+    """Before a report: the run files its workload's report reads beyond the tables (`runs_drawn`
+    names the runs), written by the workload from their pcaps (`report_data`); what could not
+    be, a line each. Here because it joins a report (analysis) and its workload (experiments)."""
+    kind = result_set.workload
+    report = workloads.report_of(kind)
+    if report is None or not hasattr(report, "runs_drawn"):
+        return []
+    workload = workloads.get(kind)
+    if not hasattr(workload, "report_data"):
+        return []
+    return workload.report_data(result_set.root, report.runs_drawn(result_set, run_ids))
 
 
 def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -77,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = command
     if args.command in FORWARDING:
         args.options = command
-    errors = tuple(error for layer in LAYERS for error in layer.ERRORS)
+    errors = tuple(error for layer in (*LAYERS, reproduce) for error in layer.ERRORS)
     try:
         return args.handler(args)
     except errors as error:

@@ -1,7 +1,13 @@
-"""Shared by every test folder: the repository importable, and a check at the end of the
-session that no pinned-kernel process this test run started is still alive. Every kernel the
-run starts, directly or through the programs it runs, carries the run's TESTBED_OWNER on its
-command line (topology/kernel/uml.py): `.ci/run` sets one for the whole of `make test`."""
+"""Shared by every test folder: the repository importable, each test's kind as a mark, and a
+check at the end of the session that no pinned-kernel process this test run started is still
+alive. Every kernel the run starts, directly or through the programs it runs, carries the run's
+TESTBED_OWNER on its command line (topology/kernel/uml.py): `.ci/run` sets one for the whole of
+`make test`.
+
+Kinds (pyproject.toml's markers): `unit`, `host`, `kernel`, and `slow` beside any of them. A
+folder's tests get its kind from FOLDER_KINDS unless a file (`pytestmark`) or a test says
+otherwise. A test not marked `kernel` runs with TESTBED_NO_KERNEL set, so one that boots a
+pinned kernel, even through a program it starts, fails with the reason."""
 from __future__ import annotations
 
 import json
@@ -16,6 +22,47 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
 os.environ.setdefault("TESTBED_OWNER", f"pytest-{os.getpid()}")
+# make test runs files two at a time (pytest-xdist): each worker's kernels carry its own mark,
+# so a worker's end-of-session check sees its own kernels and not the other's
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["TESTBED_OWNER"] += f"-{os.environ['PYTEST_XDIST_WORKER']}"
+
+
+KINDS = ("unit", "host", "kernel")
+# What measures time, rates or load, and so runs alone after the rest (`serial`: make test runs
+# the others two files at a time): the links' fidelity, the virtual clock against the real
+# one, the real-time smoke's pcap-against-client agreement, goodput and cwnd traces, a
+# kernel's halt within its limit, and the two tests that each start a Slurm cluster.
+SERIAL = ("core/test_fidelity_benchmark.py", "core/test_topologies.py", "virtual/",
+          "harness/test_smoke.py", "harness/test_capture_of_headers.py",
+          "unit/test_kernel_cancel.py", "bulkflow/test_kernel.py", "container/test_image.py",
+          "slurm/")
+FOLDER_KINDS = {"unit": "unit", "analysis": "unit", "fuzz": "host", "ftp": "host", "web": "host",
+                "bulkflow": "host", "playbooks": "host", "container": "host", "core": "kernel",
+                "harness": "kernel", "virtual": "kernel", "slurm": "kernel"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = Path(str(item.fspath)).relative_to(REPO / "tests")
+        if not any(item.get_closest_marker(kind) for kind in KINDS):
+            item.add_marker(FOLDER_KINDS.get(where.parts[0], "kernel"))
+        if where.as_posix().startswith(SERIAL):
+            item.add_marker("serial")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the test's fixtures: unless it is marked `kernel`, no pinned kernel may boot."""
+    from topology.kernel.uml import NO_KERNEL_ENV
+    if item.get_closest_marker("kernel"):
+        os.environ.pop(NO_KERNEL_ENV, None)
+    else:
+        os.environ[NO_KERNEL_ENV] = f"{item.nodeid} is not marked kernel"
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    from topology.kernel.uml import NO_KERNEL_ENV
+    os.environ.pop(NO_KERNEL_ENV, None)
 
 
 def default_sigint(argv: list[str]) -> list[str]:

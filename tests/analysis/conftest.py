@@ -1,42 +1,28 @@
-"""One tiny experiment run with the harness for the whole analysis suite: all four variants, two
-loss ratios, two files of 10K per session, two runs per point. Its pcaps feed the dissector test
-and its tables the figure, table and report tests."""
+"""One tiny experiment's results, committed in data/tinyanalysis/ (see data/README.md): all four
+variants, two loss ratios, two files of 10K per session, two runs per point, run once by the
+harness in the pinned kernel. Its pcaps feed the dissector test, its records and pcaps the
+analysis tests, and its tables the figure, table and report tests; none of them boots a kernel.
+The committed folder is only read: a test that changes a result set gets a private copy."""
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from experiments.harness import spec
-from experiments.harness.ledger import Ledger
+from experiments import spec
+from experiments.onhost.analyze import ANALYSIS
+from experiments.onhost.ledger import RECORD, Ledger
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 VARIANTS = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp")
-
-TINY = """
-name = "tinyanalysis"
-description = "analysis tests: all four variants, 2 x 10K, loss 0 and 0.03"
-metric = "nlst150-to-last226"
-[network]
-queue = "500KB"
-[[network.paths]]
-name = "lan"
-rate = "3Mbit"
-delay = "1ms"
-[matrix]
-loss = [0.0, 0.03]
-file_sizes = ["10K"]
-files = 2
-variants = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp"]
-[repetitions]
-min = 2
-max = 2
-[run]
-timeout_s = 120
-"""
+DATA = Path(__file__).resolve().parent / "data"
+TINY_RESULTS = DATA / "tinyanalysis"
+TINY_EXPERIMENT = DATA / "tinyanalysis.toml"
 
 
 def run_python(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
@@ -44,38 +30,51 @@ def run_python(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess
                           timeout=timeout)
 
 
+def fingerprint(folder: Path) -> dict[str, tuple[int, str]]:
+    """Every file under `folder` by relative path: its size and SHA-256."""
+    return {str(path.relative_to(folder)): (path.stat().st_size,
+                                            hashlib.sha256(path.read_bytes()).hexdigest())
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def private_copy(folder: Path, into: Path, *ignore: str) -> Path:
+    """A copy of the result set at into/<its name>, each run's analysis cache dated after its
+    record, as the harness wrote them (a checkout dates files in the order it writes them, so
+    the cache may look older than the record, and so stale, otherwise)."""
+    copy = into / folder.name
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(*ignore) if ignore else None)
+    for record in copy.glob(f"runs/*/{RECORD}"):
+        cache = record.with_name(ANALYSIS)
+        if cache.exists():
+            written = max(record.stat().st_mtime_ns, cache.stat().st_mtime_ns)
+            os.utime(cache, ns=(written, written))
+    return copy
+
+
 @pytest.fixture(scope="session")
-def tiny_results(tmp_path_factory) -> Path:
-    """results/tinyanalysis/ of a fresh harness run (about a minute)."""
-    base = tmp_path_factory.mktemp("analysis")
-    experiment = base / "tinyanalysis.toml"
-    experiment.write_text(TINY)
-    results = base / "results"
-    run = run_python("-m", "testbed", "run", str(experiment), "--results",
-                     str(results), "--workers", "1")
-    assert run.returncode == 0, run.stderr[-3000:]
-    folder = results / "tinyanalysis"
+def tiny_results() -> Path:
+    """The committed results/tinyanalysis/, read in place; unchanged by the session."""
+    folder = TINY_RESULTS
     assert (folder / "summary.csv").is_file() and list((folder / "pcaps").glob("*.pcap"))
-    return folder
+    before = fingerprint(folder)
+    yield folder
+    changed = sorted(set(before.items()) ^ set(fingerprint(folder).items()))
+    assert not changed, (f"a test wrote into the committed result set {folder}: "
+                         f"{sorted({name for name, _ in changed})}")
 
 
 @pytest.fixture()
 def results_copy(tiny_results, tmp_path) -> Path:
-    """A private copy of the result set that a test may change (runs/ left out: unused)."""
-    root = tmp_path / "results"
-    copy = root / tiny_results.name
-    shutil.copytree(tiny_results, copy, ignore=shutil.ignore_patterns("runs"))
-    return copy
+    """A private copy of the result set that a test may change."""
+    return private_copy(tiny_results, tmp_path / "results")
 
 
 @pytest.fixture()
-def experiment(tiny_results) -> spec.Experiment:
-    return spec.load(str(tiny_results.parent.parent / "tinyanalysis.toml"))
+def experiment() -> spec.Experiment:
+    return spec.load(str(TINY_EXPERIMENT))
 
 
 @pytest.fixture()
 def ledger(tiny_results, tmp_path) -> Ledger:
     """A private copy of the tiny experiment's runs and pcaps, its caches current."""
-    copy = tmp_path / "results" / tiny_results.name
-    shutil.copytree(tiny_results, copy)
-    return Ledger(copy)
+    return Ledger(private_copy(tiny_results, tmp_path / "results"))

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.wireshark import DISSECTOR
 from experiments.tshark import fields
-from experiments.tshark.ftp import over_sctp
+from experiments.workloads.ftp_mget.measure import over_sctp
 
 SCTP_VARIANTS = ("sctp-naive", "sctp-ms", "sctp-ms-cp")
 FILES = 2

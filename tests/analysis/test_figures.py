@@ -4,14 +4,17 @@ equal to runs.csv's counters, time-sequences with the streams each variant uses.
 from __future__ import annotations
 
 import csv
+import json
 from statistics import fmean
 
 import pytest
 
-from analysis import ftp_mget, results
-from analysis.ftp_mget import figures
-from analysis.ftp_mget.points import FtpResults
+from analysis import results
 from experiments.tshark import SCTP_OPTIONS, fields
+from experiments.workloads.ftp_mget import report as ftp_mget
+from experiments.workloads.ftp_mget.report import figures
+from experiments.workloads.ftp_mget.report.points import FtpResults
+from experiments.workloads.ftp_mget.workload import WORKLOAD
 from tests.analysis.conftest import VARIANTS
 
 
@@ -100,11 +103,26 @@ def test_counters_figure_bars_equal_runs_csv(tiny_results):
     assert all(h == 4 for h in connections["sctp-naive"])   # control + NLST + 2 files
 
 
-def test_time_sequence_of_chosen_runs(tiny_results):
-    rs = load(tiny_results)
+def test_time_sequence_of_chosen_runs(results_copy):
+    rs = load(results_copy)
     chosen = ftp_mget.chosen_runs(rs)
     assert [r["key"].variant for r in chosen] == list(VARIANTS)
     assert all(r["key"].loss == 0.03 for r in chosen)
+    # the report reads no pcap: without the runs' time-sequence files it says what is missing
+    problems: list[str] = []
+    assert ftp_mget.TIMESEQ_FILE not in ftp_mget.build_figures(rs.generic, problems=problems)
+    assert len(problems) == len(chosen) and "testbed report" in problems[0]
+    # the workload writes them from the pcaps, for the runs the report draws
+    assert ftp_mget.runs_drawn(rs.generic) == [r["run_id"] for r in chosen]
+    assert WORKLOAD.report_data(results_copy, ftp_mget.runs_drawn(rs.generic)) == []
+    # one saved by another version of the reading is written again, the others are kept
+    first, second = (results_copy / "runs" / r["run_id"] / "time_sequence.json"
+                     for r in chosen[:2])
+    stale = json.loads(first.read_text())
+    first.write_text(json.dumps({**stale, "version": 0}))
+    kept = second.stat().st_mtime_ns
+    assert WORKLOAD.report_data(results_copy, ftp_mget.runs_drawn(rs.generic)) == []
+    assert json.loads(first.read_text()) == stale and second.stat().st_mtime_ns == kept
     figs = ftp_mget.build_figures(rs.generic)
     fig = figs[ftp_mget.TIMESEQ_FILE]
     data = {d["run"].split(" ")[0]: d for d in fig.analysis_data}
@@ -127,7 +145,7 @@ def test_time_sequence_of_chosen_runs(tiny_results):
     # every data mark is a packet (TCP) or DATA chunk (SCTP) the server sent, counted here
     # from the pcap with tshark directly
     for run in chosen:
-        pcap = tiny_results / run["pcap"]
+        pcap = results_copy / run["pcap"]
         if run["key"].variant == "tcp":
             server_data = len(fields(pcap, ["frame.number"], "ip.src == 10.0.2.1 && tcp.len > 0"))
         else:

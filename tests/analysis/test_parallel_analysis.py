@@ -9,9 +9,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from experiments.harness import analyze, tables
-from experiments.harness.analyze import ANALYSIS, WORKERS_ENV, AnalysisError
-from experiments.harness.ledger import Ledger
+from experiments.onhost import analyze, tables
+from experiments.onhost.analyze import ANALYSIS, WORKERS_ENV, AnalysisError
+from experiments.onhost.ledger import Ledger
 
 
 def refuse(*_args, **_kwargs):

@@ -13,7 +13,11 @@ import subprocess
 import zlib
 from pathlib import Path
 
+import pytest
+
 from tests.analysis.conftest import REPO, run_python
+
+pytestmark = pytest.mark.host
 
 FIDELITY = {"items": [{"path": "lan", "metric": "rtt_avg", "unit": "ms", "configured": 2.0,
                        "measured": 2.3, "error": 0.3, "error_rel": 0.15,
@@ -34,7 +38,7 @@ def test_report_folder_and_html(results_copy):
     html_file = make_report(results_copy, "--log")
     folder = html_file.parent
     assert folder == results_copy / "report"
-    for stem in ("transfer_time_lan", "counters_lan", "timeseq", "phases_lan"):
+    for stem in ("transfer_time_lan", "counters_lan", "timeseq", "phases_lan", "timeline"):
         for ext in ("png", "pdf", "data.csv"):
             assert (folder / f"{stem}.{ext}").stat().st_size > 0, f"{stem}.{ext}"
         assert (folder / f"{stem}.pdf").read_bytes().startswith(b"%PDF")
@@ -42,7 +46,9 @@ def test_report_folder_and_html(results_copy):
         assert len(list(csv.DictReader(handle))) == 6
     text = html_file.read_text()
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    assert len(images) == 4   # no timeline: the copy has no runs/ and so no phases.csv
+    assert len(images) == 5
+    # the time-sequences drawn were written beside their runs from the pcaps, before the report
+    assert len(list(results_copy.glob("runs/*/time_sequence.json"))) == 4
     assert all(base64.b64decode(i).startswith(b"\x89PNG") for i in images)
     assert not re.search(r'src="(?!data:)', text)            # nothing loaded from outside
     meta = json.loads((results_copy / "meta.json").read_text())

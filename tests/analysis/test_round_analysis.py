@@ -1,4 +1,4 @@
-"""A round's runs analysed while the round goes on (experiments/harness/alongside.py): each run
+"""A round's runs analysed while the round goes on (experiments/onhost/alongside.py): each run
 as its record arrives and not before, into the same analysis.json the round's end would
 write, in a process of the idle scheduling class; the round's end then starts no work."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 import os
 import time
 
-from experiments.harness import alongside, analyze
-from experiments.harness.analyze import ANALYSIS
-from experiments.harness.ledger import RECORD, Ledger
+from experiments.onhost import alongside, analyze
+from experiments.onhost.analyze import ANALYSIS
+from experiments.onhost.ledger import RECORD, Ledger
 
 
 def await_analysed(ledger: Ledger, run_ids: list[str], limit_s: float = 120) -> None:

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from analysis import results as results_module
-from analysis.ftp_mget import speedup
-from analysis.ftp_mget.points import FtpResults, Point, PointKey
+from experiments.workloads.ftp_mget.report import speedup
+from experiments.workloads.ftp_mget.report.points import FtpResults, Point, PointKey
 
 
 def point(variant: str, mean: float, half: float) -> Point:

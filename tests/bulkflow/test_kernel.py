@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import statistics
 from itertools import pairwise
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 from tests.bulkflow.bulkhelp import SANITIZER_MARKS, events, of, one, tshark
 from tests.ftp import ftphelp
 from tests.ftp.kernel import run_in_kernel
+
+pytestmark = pytest.mark.kernel
 
 JOB = Path(__file__).with_name("kernel_job.py")
 SHAPED = ["tcp-nodelack", "sctp-nodelack", "tcp-delack", "sctp-delack", "tcp-routequickack"]
@@ -163,12 +166,14 @@ def test_rcvbuf_65536_advertises_64k(job):
           f"SCTP INIT-ACK a_rwnd {initack}, largest SACK a_rwnd {max(sack)}")
     assert synack == [["65472", "1"]]  # 44 x 1488 (Linux rounds to whole MSS), scale 2
     assert 60_000 <= max(tcp) <= 65_536
-    assert initack == [65536] and max(sack) == 65536
+    # every INIT-ACK (two where the client's INIT was sent again) advertises the 64 KiB
+    assert initack and set(initack) == {65536} and max(sack) == 65536
 
 
 def goodput(work: Path, report: dict, proto: str) -> tuple[float, float]:
-    """Best of the repetitions, Mbit/s: (bulkflow, iperf3), each over the bytes its receiver
-    counted."""
+    """The median of the repetitions, Mbit/s: (bulkflow, iperf3), each over the bytes its
+    receiver counted. The median, not the best: on an idle machine one iperf3 run of three
+    reached 11.2 Gbit/s where the others made 2.8 (and bulkflow 2.9 to 4.0)."""
     bulk, iperf = [], []
     for name, res in report["compare"].items():
         if not re.fullmatch(f"bulk-{proto}-\\d+", name):
@@ -182,11 +187,12 @@ def goodput(work: Path, report: dict, proto: str) -> tuple[float, float]:
         summary = json.loads((work / f"iperf3-{proto}-{rep}.json").read_text())["end"]
         iperf.append(summary["sum_received"]["bits_per_second"] / 1e6)
     assert len(bulk) >= 3
-    return max(bulk), max(iperf)
+    return statistics.median(bulk), statistics.median(iperf)
 
 
-# Best of 3 against best of 3, measured on 2 cores shared with other kernels: TCP 0.60-1.01
-# (single runs 0.6-1.7, iperf3 itself 2.8-5.6 Gbit/s), SCTP 0.86-1.00. A program with a
+# Measured best of 3 against best of 3 on 2 cores shared with other kernels: TCP 0.60-1.01
+# (single runs 0.6-1.7, iperf3 itself 2.8-5.6 Gbit/s), SCTP 0.86-1.00; median against median
+# alone: TCP 1.16. A program with a
 # bottleneck of its own lands far lower: SCTP in 16 KiB messages reached 0.3.
 LEAST_SHARE = {"tcp": 0.4, "sctp": 0.5}
 

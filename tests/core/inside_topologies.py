@@ -13,9 +13,11 @@ import time
 from pathlib import Path as FsPath
 from typing import Any
 
-from topology.fidelity import probes
-from topology.net import DualPath, Dumbbell, PathTopology, shaping
-from topology.net.addresses import SERVER_IP
+from topology.fidelity import probes, schedule_probe
+from topology.net import fades, shaping
+from topology.net.dualpath import DualPath
+from topology.net.dumbbell import Dumbbell
+from topology.net.path import SERVER_IP, PathTopology
 from topology.params import LinkShape, Queue
 
 PYTHON = "/usr/bin/python3"
@@ -83,6 +85,23 @@ def exercise_path(out: dict[str, Any]) -> None:
         out["loss_20pct"] = probes.udp_loss(client, server, SERVER_IP, 2000, 100, 1000.0)
         out["counters_tc"] = counters_by_tc(path)
         out["counters_netlink"] = path.queue_counters()
+        path.set_link("up", shape.with_changes(delay_s=0.002, rate_bps=3e6, loss=0.2,
+                                               loss_burst=4.0))
+        out["router_qdisc_bursts"] = qdiscs(router, "router-eth1")
+        out["loss_20pct_bursts_of_4"] = probes.udp_loss(client, server, SERVER_IP, 4000, 100,
+                                                        1000.0)
+
+        path.set_both(shape.with_changes(delay_s=0.002, rate_bps=3e6))
+        running = path.schedule(fades.changes(["up"], 0.2, 0.020, 30.0, "inside"))
+        try:
+            out["loss_20pct_in_fades_of_20ms"] = probes.udp_loss(client, server, SERVER_IP,
+                                                                 8000, 100, 1000.0)
+        finally:
+            out["fades_record"] = running.stop()
+
+        path.set_both(shape.with_changes(delay_s=0.010, rate_bps=10e6))
+        out["schedule_landing"] = schedule_probe.landing(path, "up", 1.0, 0.040)
+        out["router_qdisc_after_schedule"] = qdiscs(router, "router-eth1")
 
         path.set_link("up", shape.with_changes(queue=Queue(20, "packets")))
         out["router_qdisc_20p"] = qdiscs(router, "router-eth1")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import default_sigint, kernels_and_children, stray_kernels
-from topology.kernel import BackendError, open_backend
+from topology.kernel import BackendError, open_backend, resolve
 from topology.kernel.capabilities import missing_pieces
 from topology.kernel.uml import pinned_release
 
@@ -23,8 +23,11 @@ PYTHON = "/usr/bin/python3"
 def test_job_status_and_output_come_back():
     result = open_backend("uml").run(["sh", "-c", "echo out; echo err >&2; exit 7"])
     assert (result.returncode, result.stdout, result.stderr) == (7, "out\n", "err\n")
-    assert result.backend == "uml"
-    assert result.kernel_release == pinned_release()
+    assert result.backend == resolve("uml")
+    if result.backend == "uml":
+        assert result.kernel_release == pinned_release()
+    else:   # Debian's build cannot run on this CPU: the project's runs in real time
+        assert result.kernel_release.startswith("6.1.") and result.clock == "real"
 
 
 def test_pinned_kernel_has_sctp_and_netem():
@@ -134,7 +137,7 @@ def test_host_backend_refuses_a_kernel_without_sctp_or_netem():
     for piece in missing:
         assert piece.split(" ")[0] in message  # names SCTP and/or netem
     assert "KERNEL=uml" in message
-    assert open_backend("auto").name == "uml"
+    assert open_backend("auto").name == resolve("uml")
 
 
 def test_bad_link_parameter_is_refused_before_any_kernel_starts():

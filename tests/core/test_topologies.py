@@ -57,6 +57,21 @@ def test_loss_is_bernoulli_at_the_configured_ratio(inside):
     assert sent == 2000
     # 20% of 2000: the 99.99% binomial interval is about +-3.9 points
     assert (sent - received) / sent == pytest.approx(0.20, abs=0.045)
+    # packet by packet: runs of lost datagrams last 1/(1-p) = 1.25 on average (about 320
+    # runs; the mean's standard deviation is about 0.03)
+    assert (sent - received) / inside["loss_20pct"]["loss_runs"] == pytest.approx(1.25, abs=0.15)
+
+
+def test_burst_loss_keeps_the_mean_and_lengthens_the_runs(inside):
+    """Gilbert bursts of mean 4 at 20% mean loss (netem gemodel): about 200 bursts in 4,000
+    datagrams. Standard deviations: about 0.015 for the loss ratio (the chain's correlation
+    widens it) and 0.25 for the mean burst; the bounds are four of them."""
+    assert "loss gemodel" in inside["router_qdisc_bursts"], inside["router_qdisc_bursts"]
+    probe = inside["loss_20pct_bursts_of_4"]
+    assert probe["sent"] == 4000 and probe["receiver_drops"] == 0, probe
+    lost = probe["sent"] - probe["received"]
+    assert lost / probe["sent"] == pytest.approx(0.20, abs=0.06), probe
+    assert lost / probe["loss_runs"] == pytest.approx(4.0, abs=1.0), probe
 
 
 def test_queue_counters_read_over_netlink_are_tcs(inside):
@@ -107,3 +122,31 @@ def test_dumbbell_joins_each_sender_to_its_receiver(inside):
 def test_nothing_is_left_behind_inside(inside):
     assert inside["namespaces_left"].strip() == ""
     assert inside["mnexec_left"].strip() == ""
+
+
+def test_a_scheduled_change_lands_when_the_schedule_wrote_it(inside):
+    """The delay of `up` grows from 10 to 40 ms one second into the schedule; pings every 5 ms
+    bracket the instant from the round trips. Loose bounds for a loaded machine in real time:
+    the fidelity benchmark and the virtual-time test hold the tight ones."""
+    landed = inside["schedule_landing"]
+    assert landed["echoes"] > 300 and landed["out_of_order"] == 0, landed
+    assert 0 <= landed["lag_s"] < 0.05, landed
+    # 0 when idle; 5 ms and more seen with two kernels running beside this one (tc's own
+    # process waits for a core, and ping stamps its sending in user space)
+    assert landed["error_s"] <= 0.05, landed
+    # the run's links are back as they were once the schedule stops
+    assert "delay 10ms" in inside["router_qdisc_after_schedule"]
+
+
+def test_fades_drop_a_share_of_time_in_runs_as_long_as_the_fades(inside):
+    """20% of the time in fades of 20 ms on average, 1,000 datagrams a second for 8 s: about 80
+    fades, so about 20 datagrams lost in a row, unlike bursts counted in packets whatever the
+    rate. Bounds of about four standard deviations (the share's is about 0.03)."""
+    probe = inside["loss_20pct_in_fades_of_20ms"]
+    assert probe["sent"] == 8000 and probe["receiver_drops"] == 0, probe
+    lost = probe["sent"] - probe["received"]
+    assert lost / probe["sent"] == pytest.approx(0.20, abs=0.12), probe
+    assert lost / probe["loss_runs"] == pytest.approx(20, abs=9), probe
+    record = inside["fades_record"]
+    assert record["changes_made"] > 100 and "applied" not in record, record
+    assert record["lag_max_s"] < 0.05, record

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from experiments import procedure
-from topology.net.addresses import SERVER_IP
 from topology.net.management import ManagementNetwork
 from topology.net.node_exec import run_script
-from topology.net.path import PathTopology
+from topology.net.path import SERVER_IP, PathTopology
 from topology.params import LinkShape
 
 BOUND = "10.0.1.11"          # the client's second experiment address

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments import procedure
-from topology.net.addresses import SERVER_IP
-from topology.net.path import PathTopology
+from topology.net.path import SERVER_IP, PathTopology
 from topology.params import LinkShape
 
 CLIENT_IF = "client-eth0"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.ftp import ftphelp
 from tests.ftp.kernel import run_job
-from topology.net.addresses import CLIENT_IP, SERVER_IP
+from topology.net.path import CLIENT_IP, SERVER_IP
 
 JOB = Path(__file__).with_name("bind_job.py")
 BOUND = "10.0.1.11"          # the client's second experiment address (bind_job.BOUND)
@@ -110,6 +110,7 @@ def no_traffic(pcap):
     assert packets(pcap, "ip") == []
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("build", ftphelp.KERNEL_BUILDS)
 def test_unbound_sctp_announces_the_management_address(job, build):
     work, sums = job
@@ -121,6 +122,7 @@ def test_unbound_sctp_announces_the_management_address(job, build):
     assert all(mgmt_address(work) in listed for _, listed in inits), inits
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("build", ftphelp.KERNEL_BUILDS)
 @pytest.mark.parametrize("variant,associations", [("sctp-naive", N_FILES + 2), ("sctp-ms", 1)])
 def test_bound_sctp_announces_only_the_bound_address(job, build, variant, associations):
@@ -135,6 +137,7 @@ def test_bound_sctp_announces_only_the_bound_address(job, build, variant, associ
     no_traffic(work / f"{name}.mgmt.pcap")
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("build", ftphelp.KERNEL_BUILDS)
 def test_bound_tcp_connections(job, build):
     work, sums = job
@@ -146,6 +149,7 @@ def test_bound_tcp_connections(job, build):
     no_traffic(work / f"{name}.mgmt.pcap")
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("build", ftphelp.KERNEL_BUILDS)
 @pytest.mark.parametrize("variant", ["tcp", "sctp-naive"])
 def test_bound_active_listener(job, build, variant):

@@ -1,9 +1,14 @@
-"""ftpc defects of issue #19, each against a server that provokes it: NLST listing `.`
-and `..`, mget over a directory, a listing larger than one event line, and a file name
-holding a parenthesised byte count."""
+"""ftpc defects, each against a server that provokes it: NLST listing `.` and `..`, mget
+over a directory (refused with 550, or with the data connection reset before the 550), a
+listing larger than one event line, a file name holding a parenthesised byte count (inside
+it or at its end, echoed in a 150 with or without a count of its own); and options given
+after HOST, refused before any connection."""
 from __future__ import annotations
 
 import json
+import socket
+import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,3 +154,141 @@ def test_150_parsing_rule(bindir: Path, tmp_path: Path, text: str, size: int | N
     done = [e for e in events(r.stdout) if e["event"] == "file_done"]
     assert done[0]["bytes"] == 10
     del size
+
+
+def reset_then(final: str, prelim: bool = False, delay: float = 0.2):
+    """RETR of `sub`: (a 150 if prelim,) the data connection reset (SO_LINGER 0), then
+    `final` on the control connection, as proftpd 1.3.8 answers RETR of a directory (there
+    18 us apart; here far enough apart that ftpc certainly reads the reset first)."""
+    def retr(ctl: Ctl, arg: str) -> bool:
+        if arg != "sub":
+            return False
+        d = ctl.accept()
+        if prelim:
+            ctl.reply("150 Opening BINARY mode data connection for sub (1000 bytes).")
+            d.sendall(b"x" * 100)
+        d.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        d.close()
+        time.sleep(delay)
+        ctl.reply(final)
+        return True
+    return retr
+
+
+def test_mget_skips_a_name_whose_data_connection_is_reset_before_its_550(bindir: Path,
+                                                                         tmp_path: Path):
+    files = {"a.txt": b"alpha\n", "z.txt": b"zulu\n" * 1000}
+    listing = b"a.txt\r\nsub\r\nz.txt\r\n"
+    fake = FakeFtp(lambda ctl: serve(ctl, files, listing,
+                                     {"RETR": reset_then("550 Not a regular file")}))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--out", out, f"127.0.0.1:{fake.port}",
+                         "mget", "*", timeout=30)
+    fake.close()
+    assert r.returncode == 3, r.stderr                 # a skipped name, the rest fetched
+    assert "skipped 1 name" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "z.txt"]   # no sub.part
+    assert (out / "z.txt").read_bytes() == files["z.txt"]
+    skipped = [e for e in events(r.stdout) if e["event"] == "skipped"]
+    assert [e["file"] for e in skipped] == ["sub"] and "550" in skipped[0]["reason"]
+
+
+def test_a_reset_data_connection_still_fails_a_transfer_the_server_calls_complete(
+        bindir: Path, tmp_path: Path):
+    fake = FakeFtp(lambda ctl: serve(ctl, {}, b"",
+                                     {"RETR": reset_then("226 Transfer complete.",
+                                                         prelim=True)}))
+    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--out", tmp_path,
+                         f"127.0.0.1:{fake.port}", "get", "sub", timeout=30)
+    fake.close()
+    assert r.returncode == 1, r.stderr
+    assert "data connection lost: Connection reset by peer" in r.stderr
+    assert not (tmp_path / "sub").exists()                 # never under its final name
+
+
+@pytest.mark.parametrize("remote,echo,count", [
+    ("name (3 bytes)", "name (3 bytes)", None),            # the name ends like a count
+    ("name (3 bytes)", "name (3 bytes)", 10000),           # the name, then the real count
+    ("d/name (3 bytes)", "name (3 bytes)", None),          # only its last component echoed
+    ("(3 bytes)", "(3 bytes)", 10000),                      # a name that is a count
+], ids=["no-count", "count", "last-component", "name-is-a-count"])
+def test_150_count_is_never_taken_from_the_echoed_name(bindir: Path, tmp_path: Path,
+                                                       remote: str, echo: str,
+                                                       count: int | None):
+    body = b"x" * 10000
+
+    def retr(ctl: Ctl, arg: str) -> bool:
+        stated = "" if count is None else f" ({count} bytes)"
+        ctl.send_data(body, f"150 Opening BINARY mode data connection for {echo}{stated}.")
+        return True
+
+    fake = FakeFtp(lambda ctl: serve(ctl, {}, b"", {"RETR": retr}))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--out", out, f"127.0.0.1:{fake.port}",
+                         "get", remote, timeout=30)
+    fake.close()
+    assert r.returncode == 0, r.stderr
+    local = remote.rsplit("/", 1)[-1]
+    assert [p.name for p in out.iterdir()] == [local]      # whole, no .part left
+    assert (out / local).read_bytes() == body
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A listening socket that no one is meant to connect to."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    yield s
+    s.close()
+
+
+def connected_to(s: socket.socket) -> bool:
+    s.setblocking(False)
+    try:
+        conn, _ = s.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+@pytest.mark.parametrize("words,says", [
+    (["--user", "u", "--pass", "p", "ls"], "option --user belongs before HOST"),
+    (["--user=u", "ls"], "option --user belongs before HOST"),
+    (["ls", "--out", "d"], "option --out belongs before HOST"),
+    (["get", "f", "--timeout", "5"], "option --timeout belongs before HOST"),
+    (["get", "--sndbuf", "65536"], "option --sndbuf belongs before HOST"),
+    (["--bogus", "ls"], "unknown command --bogus"),
+    (["fetch", "f"], "unknown command fetch"),
+    (["ls", "get"], "command get needs an argument"),
+], ids=["user", "user=", "after-ls", "after-get", "as-argument", "bogus", "unknown",
+        "no-argument"])
+def test_a_misplaced_option_is_a_usage_error_before_connecting(bindir: Path, listener,
+                                                              words: list[str], says: str):
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--timeout", "2", host, *words,
+                         timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert f"ftpc: {says}" in r.stderr and "usage: ftpc" in r.stderr
+    assert r.stdout == ""                                  # no session_start event
+    assert not connected_to(listener)
+
+
+def test_ls_still_takes_a_directory_and_the_next_command(bindir: Path, tmp_path: Path,
+                                                         server_of):
+    root = tmp_path / "root"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "in.txt").write_bytes(b"in\n")
+    (root / "f").write_bytes(b"f\n")
+    s = server_of(bindir, root)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = ftphelp.run_ftpc(bindir, "--variant", "tcp", "--out", out, f"127.0.0.1:{s.port}",
+                         "ls", "d", "ls", "get", "f", timeout=30)
+    assert r.returncode == 0, r.stderr
+    listings = [e for e in events(r.stdout) if e["event"] == "listing"]
+    assert [sorted(e["entries"]) for e in listings] == [["in.txt"], ["d", "f"]]
+    assert (out / "f").read_bytes() == b"f\n"

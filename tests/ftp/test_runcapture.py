@@ -1,4 +1,4 @@
-"""runcapture (ftp-impl/src/runcapture.c), the capture a topology holds across its runs: one
+"""runcapture (ftp-impl/runcapture/runcapture.c), the capture a topology holds across its runs: one
 pcap per run on a live interface, each holding exactly the packets from its `open` to its
 `close` (immediate and block mode), the counts tcpdump would give, bad commands answered
 without losing the capture; and a capture of headers: the packets FTP's filter names whole
@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from experiments import tshark
+from experiments.inkernel.run_capture import CaptureSettings, RunCapture
 from experiments.procedure import HEADERS_SNAPLEN, WHOLE_SNAPLEN, netns_launch
-from experiments.run_capture import CaptureSettings, RunCapture
 from experiments.tshark import sctp_headers, tcp_headers
-from experiments.tshark.ftp import WHOLE_IN_A_CAPTURE_OF_HEADERS
 from experiments.tshark.pcap_records import pcap_format, records
 from experiments.workloads.client_server import CAPTURE, held_capture
+from experiments.workloads.ftp_mget.measure import WHOLE_IN_A_CAPTURE_OF_HEADERS
 from tests.ftp import ftphelp
 from tests.unit.test_tshark_shared_pass import (
     CLIENT,

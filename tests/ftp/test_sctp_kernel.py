@@ -2,21 +2,25 @@
 (client, router, server): mget of 100 small and of 3 large files, byte-identical; connections
 and associations counted in real pcaps; 10% loss; associations aborted mid-file; MODE B
 refused over SCTP. One kernel
-boot per build runs everything (sctp_job.py, through experiments/procedure.py); the tests
-below check what it left behind."""
+boot per build runs everything (sctp_job.py, through experiments/procedure.py), the builds' two
+kernels side by side (their jobs mostly wait on the lossy sessions' timers, not on a core); the
+tests below check what each left behind."""
 import json
 import os
 import random
 import shutil
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.ftp import ftphelp
 from tests.ftp.kernel import run_job
-from topology.net.addresses import CLIENT_IP, SERVER_IP
+from topology.net.path import CLIENT_IP, SERVER_IP
+
+pytestmark = pytest.mark.kernel
 
 VARIANTS = ["tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "tcp-pipelined", "xftp"]
 XFTP_CONNECTIONS = 4   # ftpc's default --parallel
@@ -49,13 +53,23 @@ def _tree(work):
     return sums
 
 
-@pytest.fixture(scope="module", params=ftphelp.KERNEL_BUILDS)
-def job(request, built, tmp_path_factory):
+@pytest.fixture(scope="module")
+def jobs(built, tmp_path_factory):
+    """Every build's job, their kernels at once: build -> (its work folder, the files' digests,
+    the job's CompletedProcess)."""
     for tool in ("tcpdump", "tshark", "tc"):
         assert shutil.which(tool) or os.path.exists(f"/usr/sbin/{tool}"), f"{tool} is required"
-    work = tmp_path_factory.mktemp(f"sctp-{request.param}")
-    sums = _tree(work)
-    r = run_job(JOB, ftphelp.IMPL / request.param, work, timeout=600)
+    works = {build: tmp_path_factory.mktemp(f"sctp-{build}") for build in ftphelp.KERNEL_BUILDS}
+    sums = {build: _tree(work) for build, work in works.items()}
+    with ThreadPoolExecutor(len(works)) as pool:
+        done = {build: pool.submit(run_job, JOB, ftphelp.IMPL / build, work, timeout=600)
+                for build, work in works.items()}
+        return {build: (works[build], sums[build], done[build].result()) for build in works}
+
+
+@pytest.fixture(scope="module", params=ftphelp.KERNEL_BUILDS)
+def job(request, jobs):
+    work, sums, r = jobs[request.param]
     assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stdout}\n{r.stderr}\n" + \
         ((work / "job.log").read_text() if (work / "job.log").exists() else "")
     return work, sums

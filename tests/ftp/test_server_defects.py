@@ -1,6 +1,7 @@
 """ftpd defects of issue #19: REST beyond the end for STOR, refused uploads leaving files
 behind, the data stall limit on sendfile, ABOR mid-transfer, a session whose client left
-while ftpd waited for the PASV connection, and the per-address session limit."""
+while ftpd waited for the PASV connection or sent data (with or without a command pipelined
+behind the transfer), and the per-address session limit."""
 from __future__ import annotations
 
 import socket
@@ -185,6 +186,39 @@ def test_a_client_gone_while_ftpd_waits_for_pasv_frees_its_slot(ftpd, tree):
     assert late.reply()[0] == 220                     # not "421 too many users"
     late.close()
     assert s.logtext().count("DISCONNECT by peer while waiting for the data connection") == 4
+
+
+def test_a_client_gone_with_a_command_pipelined_behind_retr_frees_its_slot(ftpd, tree):
+    # the next command is already buffered when RETR waits for its data connection:
+    # the control connection's end must still be noticed, not the data timeout awaited
+    s = ftpd("--max-clients", "4", "--data-timeout", "30")
+    for _ in range(4):
+        c = Ctl(s.port)
+        assert c.reply()[0] == 220
+        c.send("USER anonymous\r\nPASS x@\r\nPASV\r\nRETR big1.bin\r\nNOOP\r\n")
+        assert [c.reply()[0] for _ in range(3)] == [331, 230, 227]
+        c.close()                                     # never connects to the 227's port
+    assert wait_for(lambda: ftphelp.children(s.pid) == [], 2), "sessions kept their slots"
+    late = Ctl(s.port)
+    late.login()                                      # not "421 too many users"
+    late.close()
+    assert s.logtext().count("DISCONNECT by peer while waiting for the data connection") == 4
+
+
+def test_a_client_gone_mid_transfer_with_a_command_pipelined_frees_its_slot(ftpd, tree):
+    # the same during the transfer: the client keeps its data connection and stops reading
+    name = big_file(tree[0])
+    s = ftpd("--data-timeout", "30")
+    c = Ctl(s.port, timeout=30)
+    c.login()
+    d = c.pasv()
+    c.send(f"RETR {name}\r\nNOOP\r\n")
+    assert c.reply()[0] == 150
+    assert len(d.recv(65536)) > 0
+    c.close()
+    assert wait_for(lambda: ftphelp.children(s.pid) == [], 2), "the session kept its slot"
+    d.close()
+    assert "DISCONNECT by peer during a transfer" in s.logtext()
 
 
 def test_abor_while_ftpd_waits_for_pasv(ftpd, tree):

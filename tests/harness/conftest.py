@@ -10,6 +10,30 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
 
 
+def lan_experiment(name: str, losses: str, file_size: str, files: int, runs: int) -> str:
+    """A small FTP experiment on the E1 LAN path (3 Mbit/s, 1 ms, 500 KB queue), tcp only,
+    `runs` runs a point: the text of its file, for the tests that interrupt, damage or fill."""
+    return f"""
+name = "{name}"
+[network]
+queue = "500KB"
+[[network.paths]]
+name = "lan"
+rate = "3Mbit"
+delay = "1ms"
+[matrix]
+loss = {losses}
+file_sizes = ["{file_size}"]
+files = {files}
+variants = ["tcp"]
+[repetitions]
+min = {runs}
+max = {runs}
+[run]
+timeout_s = 120
+"""
+
+
 def rows(path: Path) -> list[dict[str, str]]:
     """A CSV file's rows (runs.csv, summary.csv, a run's phases.csv)."""
     with path.open() as handle:

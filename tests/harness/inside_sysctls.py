@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from experiments.harness.kernel_batch import apply_sysctls
+from experiments.inkernel.kernel_batch import apply_sysctls
 from experiments.procedure import RunFailure
 
 NAMESPACE = "sysctl-node"

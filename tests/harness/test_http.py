@@ -69,7 +69,11 @@ def test_each_object_is_timed_from_the_pcap_and_agrees_with_httpc(http_smoke):
         # (pipelined, or on streams of their own), each a round trip at least before its answer
         objects_sent = [float(r["request_s"]) for r in rows[1:]]
         assert min(objects_sent) >= float(rows[0]["complete_s"])
-        assert max(objects_sent) < min(float(r["first_byte_s"]) for r in rows[1:])
+        if float(run["loss"]) == 0:
+            # with loss, TCP may hold the later requests until an acknowledgement the loss
+            # delayed, which comes with the first answer's segment (seen at 5%: the requests
+            # in the pcap 5 us after that answer's first byte)
+            assert max(objects_sent) < min(float(r["first_byte_s"]) for r in rows[1:])
         assert all(float(r["first_byte_s"]) - float(r["request_s"]) >= RTT_S for r in rows)
 
 

@@ -1,5 +1,5 @@
 """In real time a worker's kernel is booted once and kept across the experiment's rounds, with its
-topology (experiments/harness/kernel_session.py); a kernel that stops is replaced."""
+topology (experiments/onhost/kernel_session.py); a kernel that stops is replaced."""
 import json
 import os
 import signal
@@ -69,8 +69,10 @@ def test_one_kernel_and_one_topology_serve_both_rounds(tmp_path):
     assert (first_round, second_round) == (1, 2)
     boot = [wall["marks"][0][0] - wall["launched"] for wall in (first, second)]
     assert [wall["marks"][0][1] for wall in (first, second)] == ["started", "started"]
-    # the first batch waited for the boot; the second only for the kernel to see it
-    assert boot[0] > 1.0 and boot[1] < 0.5, boot
+    # the first batch waited for the boot (0.8-0.9 s for the project's build, which has
+    # everything built in; more for Debian's, which loads modules); the second only for the
+    # kernel to see it
+    assert boot[1] < 0.5 < boot[0], boot
     assert len(first_meta["topology_build_s"]) == 1 and len(first_meta["link_checks"]) == 1
     assert second_meta["topology_build_s"] == [] and second_meta["link_checks"] == []
     # one boot of the kernel ran both

@@ -10,7 +10,7 @@ from statistics import fmean
 
 import pytest
 
-from experiments.workloads.ftp_phases import PHASES, STALL_CAUSES
+from experiments.workloads.ftp_mget.phases import PHASES, STALL_CAUSES
 from tests.harness.conftest import harness, rows
 
 MS = 0.001

@@ -5,8 +5,9 @@ import statistics
 
 import pytest
 
-from experiments.harness import spec
+from experiments import spec
 from tests.harness.conftest import rows
+from topology.kernel import resolve
 
 SIZES = {10240, 204800}
 
@@ -100,7 +101,7 @@ def test_more_loss_means_retransmissions(smoke):
 
 def test_meta_records_how_the_results_were_made(smoke):
     meta = json.loads((smoke / "meta.json").read_text())
-    assert meta["backend"] == "uml" and meta["kernel_release"].startswith("6.1")
+    assert meta["backend"] == resolve("uml") and meta["kernel_release"].startswith("6.1")
     assert meta["clock"] == "real"
     assert meta["wake_latency_ns"] == []  # only the wall-cpu virtual clock charges a table
     # real time runs unpinned (topology/kernel/cpu_slots.py pins virtual-time kernels)

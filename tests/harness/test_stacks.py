@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.harness.profiles import LINUX_RMEM_MAX, STACKS
+from experiments.stacks import LINUX_RMEM_MAX, STACKS
 from tests.harness.conftest import harness
-from topology.net.addresses import CLIENT_IP
+from topology.net.path import CLIENT_IP
 
 EXPERIMENT = """\
 name = "stacks"
@@ -163,7 +163,7 @@ def test_no_run_leaves_tcp_metrics_for_the_next(stacks):
 
 
 def test_each_run_ran_once_in_one_of_the_round_s_kernels(stacks):
-    """The two workers share the round's runs (experiments/harness/sharing.py): every run's
+    """The two workers share the round's runs (experiments/inkernel/sharing.py): every run's
     record names the batch that ran it, that batch's kernel reported it, and no other did."""
     reported: dict[str, list[str]] = {}
     for marks in sorted((stacks / ".work").glob("*.marks.jsonl")):

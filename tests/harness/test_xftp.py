@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.conftest import harness
-from topology.net.addresses import SERVER_IP
+from topology.net.path import SERVER_IP
 
 RATE_BPS = 1_536_000
 RTT_S = 0.558

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from experiments.harness import fanout, merge
-from experiments.harness.coordinator import HarnessError
-from experiments.harness.ledger import Ledger
+from experiments.cluster import fanout, merge
+from experiments.onhost.coordinator import HarnessError
+from experiments.onhost.ledger import Ledger
+from topology.kernel import resolve
+
+pytestmark = pytest.mark.kernel
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = "/usr/bin/python3"
@@ -189,9 +192,9 @@ def test_two_workers_merge_into_the_result_set_of_one_host(fanned, single, point
     assert sum(h["runs"] for h in by_host.values()) == len(runs)
     for host in by_host.values():
         assert [(k["backend"], k["kernel_release"][:3], k["clock"]) for k in host["kernels"]] \
-            == [("uml", "6.1", "real")], host
+            == [(resolve("uml"), "6.1", "real")], host
         assert host["testbed_commits"], host
-    assert meta["backend"] == "uml" and meta["kernel_release"].startswith("6.1")
+    assert meta["backend"] == resolve("uml") and meta["kernel_release"].startswith("6.1")
     assert len(meta["link_checks"]) == 2  # one batch per worker
 
 

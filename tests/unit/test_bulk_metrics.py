@@ -1,11 +1,12 @@
 """The fairness study's numbers on inputs worked out by hand: Jain's index, SCTP's gain over TCP,
-a receiver's steady-state window, and SCTP's delivered bytes from cumulative TSN acks."""
+a receiver's steady-state window, each flow's steady-state window and segments sent, and SCTP's
+delivered bytes from cumulative TSN acks."""
 from __future__ import annotations
 
 import pytest
 
 from experiments.tshark.transport import DataChunk, _tsns_to_bytes, parse_sctp_frame
-from experiments.workloads.bulk_flows import (
+from experiments.workloads.bulk_flows.workload import (
     Settings,
     count_timeouts,
     gain_pct,
@@ -13,6 +14,7 @@ from experiments.workloads.bulk_flows import (
     plan_flows,
     receiver_window,
     sender_options,
+    steady_congestion,
 )
 
 
@@ -83,3 +85,18 @@ def test_a_timeout_is_a_cwnd_falling_to_one_segment_not_a_halving(tmp_path):
     (tmp_path / "cwnd.csv").write_text("\n".join(rows) + "\n")
     assert count_timeouts(tmp_path, 1488) == {1: 1, 2: 2}
     assert count_timeouts(tmp_path / "absent", 1488) == {}
+
+
+def test_steady_state_cwnd_and_segments_are_read_inside_the_window_only(tmp_path):
+    rows = ["t_s,flow,proto,phase,bytes,cwnd,ssthresh,srtt_ms,rto_ms,unacked,retrans"]
+    for t in range(0, 31):            # flow 1: cwnd 10 segments, 100 segments a second
+        rows.append(f"{t},1,tcp,send,{100 * 1000 * t},{10 * 1000},,500,1000,3,0")
+    for t in range(0, 31):            # flow 2: cwnd 4 then 8, 50 segments a second
+        rows.append(f"{t},2,sctp,send,{50 * 1000 * t},{(4 if t < 20 else 8) * 1000},,500,1000,3,0")
+    rows.append("5,3,tcp,send,0,,,,,,")   # a flow with one sample, without its window, is left out
+    (tmp_path / "cwnd.csv").write_text("\n".join(rows) + "\n")
+    seen = steady_congestion(tmp_path, (10.0, 29.0), 1000)
+    assert set(seen) == {1, 2}
+    assert seen[1] == pytest.approx((10.0, 10_000.0))
+    # 10..19 at 4, 20..29 at 8 (29 is the window's end): mean 6
+    assert seen[2] == pytest.approx((6.0, 5_000.0))

@@ -1,9 +1,9 @@
-"""A stream's received byte ranges (experiments/tshark/flows.py, Coverage): each addition says
-how many of its bytes were new, whether it extends the last range, opens a gap, fills one or
-repeats what came before."""
+"""A stream's received byte ranges (experiments/workloads/ftp_mget/flows.py, Coverage): each
+addition says how many of its bytes were new, whether it extends the last range, opens a gap,
+fills one or repeats what came before."""
 from __future__ import annotations
 
-from experiments.tshark.flows import Coverage
+from experiments.workloads.ftp_mget.flows import Coverage
 
 
 def test_each_addition_counts_only_its_new_bytes():

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments.harness import forecast
-from experiments.harness.coordinator import RoundWatch
-from experiments.harness.forecast import BatchState, Fit
-from experiments.harness.ledger import Ledger
+from experiments.onhost import forecast
+from experiments.onhost.coordinator import RoundWatch
+from experiments.onhost.forecast import BatchState, Fit
+from experiments.onhost.ledger import Ledger
 
 
 def test_the_fit_recovers_a_fixed_cost_and_a_ratio():

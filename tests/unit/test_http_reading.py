@@ -1,10 +1,10 @@
-"""The HTTP reading of a capture (experiments/tshark/http.py) on byte streams and messages made
-for the purpose: answers cut at their Content-Length, an object complete only once every byte
-before its last is in (TCP: the connection's in-order prefix; SCTP: its stream's messages in
-order), requests paired with answers per stream."""
+"""The HTTP reading of a capture (experiments/workloads/http_page/measure.py) on byte streams and
+messages made for the purpose: answers cut at their Content-Length, an object complete only once
+every byte before its last is in (TCP: the connection's in-order prefix; SCTP: its stream's
+messages in order), requests paired with answers per stream."""
 from __future__ import annotations
 
-from experiments.tshark.http import (
+from experiments.workloads.http_page.measure import (
     _answers,
     _ByteStream,
     _Message,

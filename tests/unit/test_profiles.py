@@ -1,6 +1,6 @@
 """TCP profiles are applied one after another in the same kernel (a batch runs several): each
 must set every key any of them sets, or a value would carry over from the run before."""
-from experiments.harness.profiles import COMMON_SYSCTLS, TCP_PROFILES, sysctls_for
+from experiments.stacks import COMMON_SYSCTLS, TCP_PROFILES, sysctls_for
 
 
 def test_every_tcp_profile_sets_the_same_keys():

@@ -3,7 +3,8 @@ draws (netem counts its child tree's drops as its own), per run and direction, a
 experiment's premise that its queues never overflow, checked."""
 import pytest
 
-from experiments.harness import spec, tables
+from experiments import spec
+from experiments.onhost import tables
 from topology.net import shaping
 
 # `tc -s -j qdisc show dev router-eth0` after a run with 1% loss and a queue that overflowed

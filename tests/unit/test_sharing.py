@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 
-from experiments.harness import sharing
+from experiments.inkernel import sharing
 
 
 def order(run_id: str, kind: str = "path", seconds: float = 0.0) -> dict:

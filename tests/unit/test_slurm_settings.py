@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from experiments.harness import slurm, spec
-from experiments.harness.coordinator import Harness, HarnessError, free_reps
-from experiments.harness.ledger import Ledger
+from experiments import spec
+from experiments.cluster import slurm
+from experiments.onhost.coordinator import Harness, HarnessError, free_reps
+from experiments.onhost.ledger import Ledger
 
 GOOD = """
 name = "{name}"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.harness import spec
+from experiments import spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,6 +122,10 @@ def test_xftp_is_a_point_per_number_of_connections(tmp_path):
      "one of 'whole', 'headers', not 'payload'"),
     (("[matrix]", "[run]\ncapture = \"headers\"\nsnaplen = 200\n[matrix]"), "run.snaplen",
      'capture = "headers" sets the snaplen itself'),
+    (("queue = \"500KB\"", "queue = \"500KB\"\nloss_burst = 0.5"), "network.loss_burst",
+     "between 1 and"),
+    (("queue = \"500KB\"", "queue = \"500KB\"\nloss_burst = \"4\""), "network.loss_burst",
+     "number"),
 ])
 def test_bad_values_are_refused_with_file_key_and_reason(tmp_path, change, key, reason):
     path = write(tmp_path, GOOD.replace(*change))
@@ -269,3 +273,21 @@ def test_bad_http_page_values_are_refused(tmp_path, change, key, reason):
         spec.load(str(path))
     message = str(refused.value)
     assert str(path) in message and key in message and reason in message
+
+
+def test_a_loss_burst_too_short_for_the_matrix_loss_is_refused(tmp_path):
+    text = GOOD.replace('queue = "500KB"', 'queue = "500KB"\nloss_burst = 1').replace(
+        "loss = [0.0, 0.06]", "loss = [0.0, 0.6]")
+    with pytest.raises(spec.SpecError, match="network.loss_burst.*raise the burst"):
+        spec.load(str(write(tmp_path, text)))
+
+
+def test_a_loss_burst_shapes_the_lossy_links_and_is_recorded(tmp_path):
+    experiment = spec.load(str(write(tmp_path, GOOD.replace(
+        'queue = "500KB"', 'queue = "500KB"\nloss_burst = 3'))))
+    entry = experiment.network.entries[0]
+    links = experiment.network.links(entry, 0.06)
+    assert {s.loss_burst for s in links.values() if s.loss} == {3.0}
+    assert experiment.as_record()["loss_burst"] == 3.0
+    plain = spec.load(str(write(tmp_path, GOOD, "plain")))
+    assert "loss_burst" not in plain.as_record()

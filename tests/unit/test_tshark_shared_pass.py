@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from experiments import tshark
-from experiments.tshark import ftp
+from experiments.workloads.ftp_mget import measure as ftp
 
 CLIENT, SERVER = bytes([10, 0, 1, 1]), bytes([10, 0, 2, 1])
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.harness import stamps, wall_profile
+from experiments.onhost import stamps, wall_profile
 
 
 def write_steps(work: Path, steps: list[tuple[str, float, float]], workers: int = 2) -> None:
@@ -51,3 +51,13 @@ def test_a_round_without_kept_kernels_has_no_kernels_stop(tmp_path):
     assert result.phases["shutdown"] == pytest.approx(0.5)
     assert result.phases["boot"] == pytest.approx(2.0)
     assert sum(result.phases.values()) == pytest.approx(result.core_s) == pytest.approx(5.0)
+
+
+def test_a_step_cut_short_spoils_no_other(tmp_path):
+    """A line left unfinished (its disk was full, its harness killed) is skipped, and the next
+    step starts a line of its own."""
+    write_steps(tmp_path, [("analysis", 0.0, 1.0)])
+    with (tmp_path / stamps.COORDINATOR).open("a") as out:
+        out.write('{"host": "host", "step": "round 1", "sta')
+    write_steps(tmp_path, [("tables", 2.0, 3.0)])
+    assert [step["step"] for step in wall_profile.read_steps(tmp_path)] == ["analysis", "tables"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from topology.kernel import wake_latency
+from topology.kernel.uml_virtual import calibrated_wake_table
 
 BUILD = Path(__file__).resolve().parents[2] / "topology" / "kernel" / "timetravel" / "build.sh"
 
@@ -21,5 +22,5 @@ def virtual_kernel() -> Path:
     assert build.returncode == 0, f"the time-travel kernel did not build:\n{build.stderr[-3000:]}"
     binary = Path(build.stdout.strip().splitlines()[-1])
     if os.environ.get(wake_latency.ENV, "auto") == "auto":
-        wake_latency.wake_table(binary)
+        calibrated_wake_table(binary)
     return binary

@@ -118,9 +118,12 @@ class Httpd:
                 self.proc.wait()
 
 
-def raw(port: int, data: bytes, timeout: float = 10.0, shut: bool = True) -> bytes:
-    """Send bytes on a new connection, read until the server closes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+def raw(port: int, data: bytes, timeout: float = 10.0, shut: bool = True,
+        source: str | None = None) -> bytes:
+    """Send bytes on a new connection (from the address `source`, if given), read until the
+    server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                  source_address=(source, 0) if source else None) as s:
         s.sendall(data)
         if shut:
             s.shutdown(socket.SHUT_WR)

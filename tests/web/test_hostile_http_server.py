@@ -128,6 +128,11 @@ HOSTILE = {
         lambda c: (read_request(c), c.sendall(b"HTTP/1.1 200 OK\r\n\r\nxxxx"), time.sleep(1)),
         "no Content-Length"),
     "silence": (lambda c: (read_request(c), time.sleep(5)), "no answer for 2 s"),
+    "a 101 nobody asked for": (
+        lambda c: (read_request(c), c.sendall(b"HTTP/1.1 101 Switching Protocols\r\n"
+                                              b"Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n"),
+                   time.sleep(1)),
+        "101 Switching Protocols"),
     "a 404": (lambda c: (read_request(c), c.sendall(b"HTTP/1.1 404 Not Found\r\n"
                                                     b"Content-Length: 0\r\n\r\n"),
                          time.sleep(1)), "status 404"),
@@ -156,3 +161,47 @@ def test_a_server_that_answers_early_closes_is_refused_for_the_rest(bindir, tmp_
     rc, err, _, out = fetch(bindir, tmp_path, script, "/doc.html", "/o1.png")
     assert rc == 1 and "closed the connection after /doc.html" in err
     assert (out / "doc.html").read_bytes() == b"d" * 10 and not (out / "o1.png").exists()
+
+
+def test_interim_answers_before_the_final_one_are_skipped(bindir, tmp_path):
+    """RFC 9110 15.2: a client parses and skips 1xx answers (101 aside) before the final one,
+    whole or cut anywhere, several in a row, with fields of their own."""
+    doc, obj = b"d" * 3000, b"o" * 500
+
+    def script(conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        read_request(conn)
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" + answer(doc))
+        read_request(conn)
+        for byte in b"HTTP/1.1 103 Early Hints\r\nLink: </obj.bin>; rel=preload\r\n\r\n":
+            conn.send(bytes([byte]))
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+                     + answer(obj))
+        time.sleep(0.5)
+
+    rc, err, _, out = fetch(bindir, tmp_path, script, "/doc.html", "/obj.bin")
+    assert rc == 0, err
+    assert (out / "doc.html").read_bytes() == doc and (out / "obj.bin").read_bytes() == obj
+
+
+def trickled_lines(conn: socket.socket) -> None:
+    read_request(conn)
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    for i in range(40):                 # 20 s of a line each 0.5 s, far below the head limit
+        conn.sendall(b"X-Line-%d: y\r\n" % i)
+        time.sleep(0.5)
+
+
+def trickled_interim_answers(conn: socket.socket) -> None:
+    read_request(conn)
+    for _ in range(40):
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("script", [trickled_lines, trickled_interim_answers])
+def test_a_head_that_trickles_in_is_cut_off_at_the_timeout(bindir, tmp_path, script):
+    rc, err, took, out = fetch(bindir, tmp_path, script, "/doc.html")
+    assert rc == 1 and f"within {TIMEOUT_S} s" in err, err
+    assert took < TIMEOUT_S + 1.5, took
+    assert not (out / "doc.html").exists()

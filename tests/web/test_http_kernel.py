@@ -14,7 +14,9 @@ import pytest
 from tests.ftp import ftphelp
 from tests.ftp.kernel import run_job
 from tests.web.httphelp import make_site
-from topology.net.addresses import CLIENT_IP, SERVER_IP
+from topology.net.path import CLIENT_IP, SERVER_IP
+
+pytestmark = pytest.mark.kernel
 
 JOB = Path(__file__).with_name("http_job.py")
 

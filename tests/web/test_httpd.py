@@ -256,3 +256,90 @@ def test_started_as_root_it_serves_as_nobody(httpd):
     if os.geteuid() == 0:
         assert {int(u) for u in uids} == {pwd.getpwnam("nobody").pw_uid}
     assert statuses(raw(s.port, b"GET /o1.png HTTP/1.1\r\nHost: x\r\n\r\n", shut=True)) == [200]
+
+
+def test_past_the_per_address_limit_a_503_and_other_addresses_served(httpd):
+    s = httpd("--max-per-ip", "3")
+    held = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(3)]
+    time.sleep(0.3)
+    get = b"GET /o1.png HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    assert statuses(raw(s.port, get)) == [503]                   # a fourth from 127.0.0.1
+    assert statuses(raw(s.port, get, source="127.0.0.2")) == [200]
+    for c in held:                                               # the three are served
+        c.sendall(get)
+        data = b""
+        while chunk := c.recv(65536):
+            data += chunk
+        assert statuses(data) == [200]
+        c.close()
+    assert "REFUSED connection from 127.0.0.1: 3 connections from it already" in s.logtext()
+
+
+def test_idle_connections_from_one_address_leave_room_for_others(httpd):
+    s = httpd()                                   # --max-clients 50 and the default per address
+    held = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(50)]
+    time.sleep(0.5)
+    get = b"GET /o1.png HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    assert statuses(raw(s.port, get, source="127.0.0.2")) == [200]
+    for c in held:
+        c.close()
+    assert "REFUSED connection from 127.0.0.1: 16 connections from it already" in s.logtext()
+
+
+def test_a_directory_s_index_is_served_with_its_own_type(httpd, site):
+    root, files = site
+    (root / "index.html").write_bytes(b"<!DOCTYPE html><a href=page.html>page</a>\n")
+    s = httpd()
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    for path, want in [("/", "text/html"), ("/sub/", "text/html"), ("/sub/index.html", "text/html"),
+                       ("/page.html", "text/html"), ("/o1.png", "image/png")]:
+        for method in ("GET", "HEAD"):
+            conn.request(method, path)
+            resp = conn.getresponse()
+            resp.read()
+            assert (resp.status, resp.getheader("Content-Type")) == (200, want), (method, path)
+    conn.close()
+
+
+def test_a_directory_named_without_its_slash_is_redirected_to_it(httpd, site):
+    s = httpd()
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+    for method, path, where in [("GET", "/sub", "/sub/"), ("HEAD", "/sub", "/sub/"),
+                                ("GET", "/sub?x=1", "/sub/?x=1"), ("GET", "/s%75b", "/s%75b/")]:
+        conn.request(method, path)
+        resp = conn.getresponse()
+        body = resp.read()
+        assert (resp.status, resp.getheader("Location")) == (301, where), (method, path)
+        assert method == "HEAD" or b"301" in body
+    conn.request("GET", "/sub/")                    # the same connection goes on
+    resp = conn.getresponse()
+    assert (resp.status, resp.read()) == (200, site[1]["sub/index.html"])
+    conn.close()
+    out = curl("-L", "-w", "%{http_code} %{num_redirects} %{url_effective}", f"{s.url}/sub")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == site[1]["sub/index.html"] + f"200 1 {s.url}/sub/".encode()
+    assert "GET /sub 301" in s.logtext()
+
+
+@pytest.mark.parametrize("answers", [(), ("--write-size", "16384"), ("--write-size", "0")],
+                         ids=["1k-writes", "16k-writes", "whole"])
+def test_a_client_that_never_reads_is_dropped_at_the_io_timeout(httpd, site, answers):
+    """The stall limit holds over the whole answer: a send that the socket took in part no
+    longer starts its wait anew (a process per connection with writes larger than 1 KB, and
+    the event loop's child sending a large file)."""
+    with (site[0] / "big.bin").open("wb") as f:
+        f.truncate(64 << 20)
+    s = httpd("--io-timeout", "2")
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.connect(("127.0.0.1", s.port))
+    c.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")       # then never reads
+    started = time.monotonic()
+    while "CLOSE after" not in s.logtext() and time.monotonic() - started < 30:
+        time.sleep(0.05)
+    took = time.monotonic() - started
+    assert took < 2 + 2, f"dropped after {took:.1f} s"
+    assert "TIMEOUT send: no byte taken for 2 s" in s.logtext()
+    c.close()
+    s.settle()
+    assert s.alive()

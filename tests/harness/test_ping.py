@@ -1,0 +1,67 @@
+"""ping-rtt's experiment (experiments/ping-dualpath.toml) end to end in virtual time: both paths
+of dualpath at 10 Mbit/s and 10 ms one way, clean and at 5% loss. Every run measured from its
+pcap and agreeing with ping; the RTT two one-way delays and a little (the frames' serialization
+at 10 Mbit/s and the kernel's own, tenths of a ms); losses only where the links lose; the
+common report drawn."""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from experiments.workloads.ping_rtt.measure import pcap_echoes
+from experiments.workloads.ping_rtt.workload import AGREEMENT_MS
+from tests.harness.conftest import harness, rows
+
+ONE_WAY_MS = 10.0
+COUNT = 20
+SERVERS = ("10.1.2.1", "10.2.2.1")
+
+
+@pytest.fixture(scope="module")
+def ping_results(tmp_path_factory) -> Path:
+    results = tmp_path_factory.mktemp("results")
+    run = harness("run", "ping-dualpath", "--kernel", "uml-virtual", "--workers", "1",
+                  "--results", str(results), timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return results / "ping-dualpath"
+
+
+def test_every_run_is_measured_and_pcap_and_ping_agree(ping_results):
+    table = rows(ping_results / "runs.csv")
+    assert {float(r["loss"]) for r in table} == {0.0, 0.05}
+    assert 4 <= len(table) <= 6                       # 2 points, min 2 and max 3 runs each
+    for run in table:
+        assert run["status"] == "ok" and run["flagged"] == "False", run
+        assert abs(float(run["pcap_ping_diff_ms"])) < AGREEMENT_MS, run
+        for prefix in ("", "path2_"):
+            assert run[f"{prefix}lost"] == run[f"{prefix}ping_lost"], run
+            assert float(run[f"{prefix}rtt_mean_ms"]) <= float(run[f"{prefix}rtt_max_ms"])
+
+
+def test_the_rtt_is_two_one_way_delays_and_a_little(ping_results):
+    """The median of each path's echoes in each pcap: above the two delays by the frames'
+    serialization (0.07 ms each way), within a ms of them. (The median: a run's first echo
+    can meet a late timer of the kernel and take tens of ms, which a mean carries.)"""
+    for run in rows(ping_results / "runs.csv"):
+        seen = pcap_echoes(ping_results / run["pcap"], SERVERS)
+        for server in SERVERS:
+            median = statistics.median(seen[server].rtts_ms)
+            assert 2 * ONE_WAY_MS < median < 2 * ONE_WAY_MS + 1.0, (run["run_id"], server)
+            assert seen[server].requests == COUNT
+
+
+def test_losses_only_where_the_links_lose(ping_results):
+    table = rows(ping_results / "runs.csv")
+    clean = [r for r in table if float(r["loss"]) == 0]
+    lossy = [r for r in table if float(r["loss"]) > 0]
+    assert all(r["lost"] == "0" and r["path2_lost"] == "0" for r in clean)
+    # 5% each way: an echo is lost with 9.75%, so among 80 or more, none lost is 0.02%
+    assert sum(int(r["lost"]) + int(r["path2_lost"]) for r in lossy) > 0
+
+
+def test_the_common_report_is_drawn(ping_results):
+    report = harness("report", str(ping_results), timeout=600)
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert (ping_results / "report" / "report.html").stat().st_size > 0
