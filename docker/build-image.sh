@@ -38,6 +38,21 @@ else
   exit 1
 fi
 
+# The project's kernel, when this machine has already built it from the same inputs (source
+# package version, configuration, patches, recipe: build.sh's cache key), is handed to the build
+# in docker/kernel-seed/: the image's setup.sh then finds it under the key it computes itself
+# and compiles nothing. An image whose inputs differ (another linux-source-6.1 in its archive)
+# computes another key and builds its own. TESTBED_IMAGE_KERNEL_SEED=0 always builds inside.
+seed=docker/kernel-seed
+rm -rf "$seed"
+mkdir -p "$seed"
+trap 'rm -rf "$seed"' EXIT
+if [ "${TESTBED_IMAGE_KERNEL_SEED:-1}" != 0 ] &&
+   built=$(bash topology/kernel/timetravel/build.sh --print-path 2>/dev/null); then
+  cp -a "$(dirname "$built")" "$seed/"
+  echo "image: reusing this machine's kernel build $(basename "$(dirname "$built")") (same inputs)" >&2
+fi
+
 echo "image: ${builder[*]} -t $image (base $base)" >&2
 started=$SECONDS
 "${builder[@]}" -f docker/Dockerfile -t "$image" \
