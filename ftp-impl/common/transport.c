@@ -96,6 +96,73 @@ static int set_conn_opts(int fd, enum xp_proto p, const struct xp_opts *o) {
   return 0;
 }
 
+/* first (when given) and the further addresses, packed one after the other
+ * as sctp_bindx and sctp_connectx take them, each further one with `port`
+ * (0 in an address to bind: the socket's own) and none that names first's
+ * host again. */
+static size_t pack_addrs(const struct addr *first, const struct xp_addrs *more,
+                         int port, char *buf, size_t cap, int *count) {
+  size_t used = 0;
+  int i;
+  *count = 0;
+  for (i = first == NULL ? 0 : -1; i < more->n; i++) {
+    struct addr a = i < 0 ? *first : more->a[i];
+    if (i >= 0 && first != NULL && addr_same_host(first, &a)) {
+      continue;
+    }
+    if (i >= 0) {
+      addr_set_port(&a, port);
+    }
+    if ((size_t)a.len > cap - used) {
+      return 0;
+    }
+    memcpy(buf + used, &a.ss, a.len);
+    used += a.len;
+    (*count)++;
+  }
+  return used;
+}
+
+#define PACKED_CAP ((XP_MAX_ALSO + 1) * sizeof(struct sockaddr_in6))
+
+/* The further local addresses, on an SCTP socket already bound to one. */
+static int bind_also(int fd, enum xp_proto p, const struct xp_opts *o,
+                     const struct addr *bound) {
+  char buf[PACKED_CAP];
+  int count;
+  size_t used;
+  if (p != XP_SCTP || o->also_bind.n == 0) {
+    return 0;
+  }
+  used = pack_addrs(bound, &o->also_bind, 0, buf, sizeof buf, &count);
+  if (used == 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (count == 1) {
+    return 0; /* each further one was the bound address itself */
+  }
+  /* bound is bound already: add the rest, which follow it in buf */
+  return sctp_bindx(fd, (struct sockaddr *)(void *)(buf + bound->len),
+                    count - 1, SCTP_BINDX_ADD_ADDR);
+}
+
+/* connect(), or sctp_connectx() to dst and the peer's further addresses. */
+static int connect_to(int fd, enum xp_proto p, const struct addr *dst,
+                      const struct xp_opts *o) {
+  char buf[PACKED_CAP];
+  int count;
+  if (p != XP_SCTP || o->also_peer.n == 0) {
+    return connect(fd, (const struct sockaddr *)&dst->ss, dst->len);
+  }
+  if (pack_addrs(dst, &o->also_peer, addr_port(dst), buf, sizeof buf, &count) ==
+      0) {
+    errno = EINVAL;
+    return -1;
+  }
+  return sctp_connectx(fd, (struct sockaddr *)(void *)buf, count, NULL);
+}
+
 static int new_socket(enum xp_proto p, int family) {
   return socket(family, SOCK_STREAM | SOCK_CLOEXEC,
                 p == XP_SCTP ? IPPROTO_SCTP : IPPROTO_TCP);
@@ -109,7 +176,7 @@ int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
   }
   if (set_pre_opts(fd, p, o) != 0 || set_conn_opts(fd, p, o) != 0 ||
       bind(fd, (const struct sockaddr *)&a->ss, a->len) != 0 ||
-      listen(fd, backlog) != 0) {
+      bind_also(fd, p, o, a) != 0 || listen(fd, backlog) != 0) {
     int e = errno;
     sys_close(fd);
     errno = e;
@@ -150,9 +217,9 @@ int xp_connect_start(enum xp_proto p, const struct addr *dst,
   if (set_pre_opts(fd, p, o) != 0 || set_conn_opts(fd, p, o) != 0 ||
       (src != NULL &&
        bind(fd, (const struct sockaddr *)&src->ss, src->len) != 0) ||
+      (src != NULL && bind_also(fd, p, o, src) != 0) ||
       sys_set_nonblock(fd, 1) != 0 ||
-      (connect(fd, (const struct sockaddr *)&dst->ss, dst->len) != 0 &&
-       errno != EINPROGRESS)) {
+      (connect_to(fd, p, dst, o) != 0 && errno != EINPROGRESS)) {
     err = errno;
     sys_close(fd);
     errno = err;
@@ -506,4 +573,47 @@ int xp_local_addr(const struct xp_conn *c, struct addr *a) {
 int xp_peer_addr(const struct xp_conn *c, struct addr *a) {
   a->len = sizeof a->ss;
   return getpeername(c->fd, (struct sockaddr *)&a->ss, &a->len);
+}
+
+/* The sockaddr at p as a struct addr: 0, or -1 for a family it does not know
+ * or one that would run past end. */
+static int addr_at(const char *p, const char *end, struct addr *a) {
+  sa_family_t family;
+  size_t len;
+  if ((size_t)(end - p) < sizeof family) {
+    return -1;
+  }
+  memcpy(&family, p, sizeof family);
+  len = family == AF_INET    ? sizeof(struct sockaddr_in)
+        : family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                             : 0;
+  if (len == 0 || (size_t)(end - p) < len) {
+    return -1;
+  }
+  memset(a, 0, sizeof *a);
+  memcpy(&a->ss, p, len);
+  a->len = (socklen_t)len;
+  return 0;
+}
+
+int xp_peer_has(const struct xp_conn *c, const struct addr *a) {
+  struct sockaddr *all = NULL;
+  const char *p, *end;
+  struct addr one;
+  int n, i, found = 0;
+  if (c->proto == XP_TCP) {
+    return xp_peer_addr(c, &one) == 0 && addr_same_host(&one, a);
+  }
+  n = sctp_getpaddrs(c->fd, 0, &all);
+  if (n <= 0) {
+    return 0;
+  }
+  p = (const char *)all;
+  end = p + (size_t)n * sizeof(struct sockaddr_in6);
+  for (i = 0; i < n && !found && addr_at(p, end, &one) == 0; i++) {
+    found = addr_same_host(&one, a);
+    p += one.len;
+  }
+  sctp_freepaddrs(all);
+  return found;
 }

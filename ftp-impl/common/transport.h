@@ -20,6 +20,14 @@
 
 enum xp_proto { XP_TCP = 0, XP_SCTP = 1 };
 
+/* SCTP multihoming: at most this many further addresses of each end. */
+#define XP_MAX_ALSO 4
+
+struct xp_addrs {
+  struct addr a[XP_MAX_ALSO];
+  int n;
+};
+
 struct xp_opts {
   int nodelay;       /* TCP_NODELAY / SCTP_NODELAY */
   int streams;       /* SCTP_INITMSG streams each way; 0: kernel default */
@@ -32,6 +40,13 @@ struct xp_opts {
   int rcvbuf;       /* SO_RCVBUF; 0: leave */
   int maxseg;       /* TCP_MAXSEG / SCTP_MAXSEG (pre-connect); 0: leave */
   int io_timeout_s; /* SO_SNDTIMEO and SO_RCVTIMEO; 0: none */
+  /* SCTP only: further local addresses every socket binds beside its own
+   * (sctp_bindx), which the handshake announces to the peer... */
+  struct xp_addrs also_bind;
+  /* ...and further addresses of the peer a connect names beside the one it
+   * is given (sctp_connectx), so that the handshake itself can go to them
+   * when that one does not answer. */
+  struct xp_addrs also_peer;
 };
 
 struct xp_conn {
@@ -115,5 +130,9 @@ int xp_close_delivered(struct xp_conn *c, int seconds);
 
 int xp_local_addr(const struct xp_conn *c, struct addr *a);
 int xp_peer_addr(const struct xp_conn *c, struct addr *a);
+/* Is a's host the peer's (TCP), or one of the peer's addresses in the
+ * association (SCTP: a multihomed peer's association may have come up over
+ * any of them)?  1 yes, 0 no or unknown. */
+int xp_peer_has(const struct xp_conn *c, const struct addr *a);
 
 #endif

@@ -5,7 +5,10 @@
 #include <getopt.h>
 
 #include "cliargs.h"
+#include "str.h"
 
+/* An option is a number in [lo, hi], or (hi 0) an address added to a list
+ * of at most XP_MAX_ALSO. */
 struct xpa_def {
   const char *name;
   int lo, hi;
@@ -30,6 +33,10 @@ static const struct xpa_def defs[XPA_COUNT] = {
     [XPA_STREAMS] = {"streams", 1, 65535, offsetof(struct xp_opts, streams)},
     [XPA_IO_TIMEOUT] = {"io-timeout", 1, 86400,
                         offsetof(struct xp_opts, io_timeout_s)},
+    [XPA_ALSO_BIND] = {"sctp-also-bind", 0, 0,
+                       offsetof(struct xp_opts, also_bind)},
+    [XPA_ALSO_PEER] = {"sctp-also-peer", 0, 0,
+                       offsetof(struct xp_opts, also_peer)},
 };
 
 size_t xpa_options(unsigned take, struct option *out, size_t cap) {
@@ -51,8 +58,22 @@ int xpa_is(int code) {
   return code >= XPA_CODE(0) && code < XPA_CODE(XPA_COUNT);
 }
 
+static void add_addr(const char *name, const char *arg, struct xp_addrs *to) {
+  char msg[96];
+  if (to->n >= XP_MAX_ALSO) {
+    (void)str_fmt(msg, sizeof msg, "--%s: at most %d addresses", name,
+                  XP_MAX_ALSO);
+    cli_usage_exit(msg);
+  }
+  cli_host(name, arg, &to->a[to->n]);
+  to->n++;
+}
+
 void xpa_set(int code, const char *arg, struct xp_opts *xp) {
   const struct xpa_def *d = &defs[code - XPA_CODE(0)];
-  int *field = (int *)(void *)((char *)xp + d->field);
-  *field = cli_int(d->name, arg, d->lo, d->hi);
+  if (d->hi == 0) {
+    add_addr(d->name, arg, (struct xp_addrs *)(void *)((char *)xp + d->field));
+    return;
+  }
+  *(int *)(void *)((char *)xp + d->field) = cli_int(d->name, arg, d->lo, d->hi);
 }

@@ -23,6 +23,8 @@ enum xpa_index {
   XPA_MAXSEG,      /* --maxseg BYTES (64 to 65535) */
   XPA_STREAMS,     /* --streams N (1 to 65535) */
   XPA_IO_TIMEOUT,  /* --io-timeout S (1 to 86400) */
+  XPA_ALSO_BIND,   /* --sctp-also-bind ADDR, up to XP_MAX_ALSO times */
+  XPA_ALSO_PEER,   /* --sctp-also-peer ADDR, up to XP_MAX_ALSO times */
   XPA_COUNT
 };
 
@@ -34,6 +36,9 @@ enum xpa_index {
   (XPA_BIT(XPA_NODELAY) | XPA_BIT(XPA_SACK_DELAY) | XPA_BIT(XPA_SACK_FREQ) |   \
    XPA_BIT(XPA_RTO_MIN) | XPA_BIT(XPA_RTO_INITIAL) | XPA_BIT(XPA_RTO_MAX) |    \
    XPA_BIT(XPA_SNDBUF) | XPA_BIT(XPA_RCVBUF))
+
+/* SCTP multihoming: the further addresses of this end and of the peer. */
+#define XPA_MULTIHOMING (XPA_BIT(XPA_ALSO_BIND) | XPA_BIT(XPA_ALSO_PEER))
 
 /* The getopt entries of the options in `take`, written to out (at most cap
  * entries, in enum order).  Returns how many. */

@@ -36,6 +36,10 @@ static const char usage_text[] =
     "                        size in blocks (default 65536)\n"
     "  --nodelay 0|1 --sack-delay MS --sack-freq N --sctp-rto-min MS\n"
     "  --sctp-rto-initial MS --sctp-rto-max MS --sndbuf B --rcvbuf B\n"
+    "  --sctp-also-bind ADDR another local address of every association,\n"
+    "                        beside --bind's (multihoming; up to 4)\n"
+    "  --sctp-also-peer ADDR another address of the server every association\n"
+    "                        is opened to, beside HOST's or PASV's (up to 4)\n"
     "Events go to stdout as JSON lines; errors to stderr; exit 0 only if all\n"
     "commands succeeded.\n";
 
@@ -166,7 +170,7 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   /* "+": stop at the first non-option (HOST), commands follow it. */
   const struct cli_spec spec = {"ftpc",     usage_text,
                                 "+",        CLI_GETOPT_SAYS | CLI_TERSE,
-                                longopts,   XPA_SOCKET_KNOBS,
+                                longopts,   XPA_SOCKET_KNOBS | XPA_MULTIHOMING,
                                 &o->xp,     NULL,
                                 handle_opt, o};
   int first;
@@ -197,6 +201,10 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   /* its one data connection is opened once, at login, by the client */
   if (o->active && o->variant == V_TCP_PIPELINED) {
     cli_usage_exit("--active does not go with tcp-pipelined");
+  }
+  /* an unbound socket announces every address of the host already */
+  if (o->xp.also_bind.n > 0 && !o->has_bind) {
+    cli_usage_exit("--sctp-also-bind needs --bind");
   }
   /* in MODE E the sender connects: xftp always listens (PORT/EPRT) */
   if (o->active && o->variant == V_XFTP) {

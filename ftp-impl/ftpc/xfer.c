@@ -35,6 +35,20 @@ static int expect(struct client *cl, int code, struct reply *r) {
   return 0;
 }
 
+/* The server's address, or (SCTP) one of the further ones it was given. */
+static int is_server(const struct client *cl, const struct addr *a) {
+  int i;
+  if (addr_same_host(a, &cl->server)) {
+    return 1;
+  }
+  for (i = 0; cl->proto == XP_SCTP && i < cl->o->xp.also_peer.n; i++) {
+    if (addr_same_host(a, &cl->o->xp.also_peer.a[i])) {
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int xfer_passive(struct client *cl, struct xp_conn *conn) {
   struct reply r;
   struct addr a = cl->server;
@@ -47,7 +61,7 @@ int xfer_passive(struct client *cl, struct xp_conn *conn) {
     if (addr_parse_227(r.text, &given) != 0) {
       return client_fail(cl, "unparsable 227 reply: %s", r.text);
     }
-    if (!addr_same_host(&given, &cl->server)) {
+    if (!is_server(cl, &given)) {
       return client_fail(cl, "227 names another host than the server: %s",
                          r.text);
     }

@@ -35,7 +35,7 @@ void dataio_reset(struct session *s) {
 }
 
 void dataio_pasv(struct session *s, int extended) {
-  struct addr a = s->local;
+  struct addr a = s->local, bound;
   struct xp_conn l;
   char text[64];
   if (!extended && a.ss.ss_family != AF_INET) {
@@ -52,11 +52,14 @@ void dataio_pasv(struct session *s, int extended) {
   }
   l.fd = s->pasv_fd;
   l.proto = s->ctrl.proto;
-  if (xp_local_addr(&l, &a) != 0) {
+  /* the port the kernel chose; the host stays our end of the control
+   * connection (a multihomed listener names any one of its addresses) */
+  if (xp_local_addr(&l, &bound) != 0) {
     dataio_reset(s);
     (void)cmdio_reply(s, FTP_BADSENDCONN, "Cannot open passive listener.");
     return;
   }
+  addr_set_port(&a, addr_port(&bound));
   if (extended) {
     (void)cmdio_reply(s, FTP_EPSVOK, "Entering Extended Passive Mode (|||%d|).",
                       addr_port(&a));
@@ -152,7 +155,7 @@ static int accept_pasv(struct session *s, struct xp_conn *data) {
     log_line("FAIL passive accept: %s", strerror(errno));
     return -1;
   }
-  if (!addr_same_host(&peer, &s->peer)) {
+  if (!addr_same_host(&peer, &s->peer) && !xp_peer_has(data, &s->peer)) {
     (void)addr_to_str(&peer, who, sizeof who);
     log_line("REFUSED data connection from %s (not the control peer)", who);
     xp_abort(data);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "addrparse.h"
 #include "cmdio.h"
 #include "dataio.h"
 #include "ftpcodes.h"
@@ -71,6 +72,20 @@ static int step(struct session *s, char *line, size_t cap) {
   }
 }
 
+/* A multihomed SCTP association's end is every address the listener bound,
+ * and getsockname names any one of them, not always the one the client
+ * addressed: that one is the address ftpd serves SCTP on (--sctp), which its
+ * data listeners bind first and its 227 names. */
+static void local_as_served(struct session *s) {
+  struct addr served;
+  if (s->ctrl.proto != XP_SCTP || tunables.ctrl_opts.also_bind.n == 0 ||
+      addr_parse_hostport(tunables.sctp_listen, 0, &served) != 0) {
+    return;
+  }
+  addr_set_port(&served, addr_port(&s->local));
+  s->local = served;
+}
+
 void session_run(struct session *s) {
   size_t cap = (size_t)tunables.max_line + 2;
   char *line = sys_malloc(cap);
@@ -80,6 +95,7 @@ void session_run(struct session *s) {
     free(line);
     return;
   }
+  local_as_served(s);
   /* Urgent data inline: a client's ABOR sent with MSG_OOB (Python's ftplib,
    * a Telnet Synch) stays a whole line in the command stream. */
   if (s->ctrl.proto == XP_TCP &&

@@ -44,7 +44,9 @@ static const char usage_text[] =
     "  --sack-delay MS       SCTP delayed SACK timer\n"
     "  --sack-freq N         SCTP SACK frequency (1: no delayed SACK)\n"
     "  --sctp-rto-min MS / --sctp-rto-initial MS / --sctp-rto-max MS\n"
-    "  --sndbuf BYTES / --rcvbuf BYTES\n";
+    "  --sndbuf BYTES / --rcvbuf BYTES\n"
+    "  --sctp-also-bind ADDR another local address of every SCTP listener\n"
+    "                        and data association (multihoming; up to 4)\n";
 
 void tunables_defaults(void) {
   memset(&tunables, 0, sizeof tunables);
@@ -164,7 +166,7 @@ void tunables_parse_args(int argc, char **argv) {
                                 "",
                                 CLI_GETOPT_SAYS | CLI_TERSE,
                                 longopts,
-                                XPA_SOCKET_KNOBS,
+                                XPA_SOCKET_KNOBS | XPA_BIT(XPA_ALSO_BIND),
                                 &tunables.ctrl_opts,
                                 NULL,
                                 handle_opt,

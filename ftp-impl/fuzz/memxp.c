@@ -503,3 +503,8 @@ int xp_peer_addr(const struct xp_conn *c, struct addr *a) {
   *a = k->peer;
   return 0;
 }
+
+int xp_peer_has(const struct xp_conn *c, const struct addr *a) {
+  struct addr peer;
+  return xp_peer_addr(c, &peer) == 0 && addr_same_host(&peer, a);
+}
