@@ -6,7 +6,9 @@ entry names are the topology's own (topology/net/<kind>.py: `network_keys`, `ent
 
     path       [network] queue, mtu; [[network.paths]] name, rate, delay, queue (its own,
                in place of [network]'s)
-    dualpath   the same; both paths shaped alike
+    dualpath   the same; both paths shaped alike, unless [network.path2] rate, delay, queue
+               and loss give path 2 a shape of its own for every run (the matrix's entry and
+               loss then shape path 1 only)
     dumbbell   [network] access_rate, access_delay, access_queue, mtu, loss_on ("data": the
                bottleneck's data direction only; "both"); [[network.bottlenecks]] name,
                pairs, rate, delay, queue
@@ -81,6 +83,7 @@ class Network:
     loss_burst: float | None = None  # None: Bernoulli loss
     fade_s: float | None = None      # the loss in fades of this mean length in time
     schedule: tuple[Change, ...] = ()
+    second: LinkShape | None = None  # dualpath: path 2's own shape
 
     @property
     def entry_table(self) -> str:
@@ -94,14 +97,14 @@ class Network:
         is between them: no loss)."""
         return topology_class(self.kind).run_links(
             entry.shape(0.0 if self.fade_s else loss, self.loss_burst), entry.shape(0.0),
-            pairs=entry.pairs, access=self.access, loss_on=self.loss_on)
+            pairs=entry.pairs, access=self.access, loss_on=self.loss_on, second=self.second)
 
     def lossy_links(self, entry: Entry) -> list[str]:
         """The directions the matrix's loss applies to."""
         shapes = topology_class(self.kind).run_links(
             entry.shape(0.5), entry.shape(0.0), pairs=entry.pairs, access=self.access,
-            loss_on=self.loss_on)
-        return [d for d, shape in shapes.items() if shape.loss]
+            loss_on=self.loss_on, second=self.second)
+        return [d for d, shape in shapes.items() if shape.loss == 0.5]
 
     def fades(self, entry: Entry, loss: float, seed: str) -> dict[str, Any] | None:
         """What a run's kernel draws its fades from (None without fades or loss)."""
@@ -154,6 +157,8 @@ class Network:
             out["fade_s"] = self.fade_s
         if self.schedule:
             out["schedule"] = [c.to_dict() for c in self.schedule]
+        if self.second is not None:
+            out["path2"] = self.second.to_dict()
         return out
 
 
@@ -230,7 +235,19 @@ def _paths(reader: Reader, kind: str, table: dict[str, Any], mtu: int | None) ->
                        topology_class(kind).entry_keys,
                        lambda where, entry: _path_entry(reader, where, entry, queue))
     return Network(kind, entries, queue=queue, mtu=mtu,
-                   queue_never_drops=table.get("queue_never_drops", False))
+                   queue_never_drops=table.get("queue_never_drops", False),
+                   second=(_second_path(reader, table["path2"], queue) if "path2" in table
+                           else None))
+
+
+def _second_path(reader: Reader, table: dict[str, Any], queue: Queue) -> LinkShape:
+    """dualpath's [network.path2] (its keys already checked): path 2's shape for every run;
+    its queue is [network]'s unless it names one."""
+    rate, delay = _rate_and_delay(reader, "network.path2", table)
+    if "queue" in table:
+        queue = reader.guard("network.path2.queue", parse_queue, table["queue"])
+    loss = float(table.get("loss", 0.0))
+    return reader.guard("network.path2.loss", lambda v: LinkShape(rate, delay, v, queue), loss)
 
 
 def _dumbbell(reader: Reader, table: dict[str, Any], mtu: int | None) -> Network:

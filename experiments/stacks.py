@@ -45,13 +45,30 @@ SCTP_KNOBS: dict[str, dict] = {
     "rto_max_ms": {"sysctl": "net.sctp.rto_max", "range": (1, 600_000)},
     "delayed_sack_ms": {"sysctl": "net.sctp.sack_timeout", "range": (1, 500)},
     "max_burst": {"sysctl": "net.sctp.max_burst", "range": (0, 1000)},
+    # path failure and failover (RFC 4960 8.2, RFC 7829's potentially-failed state). Linux 6.1
+    # refuses a Path.Max.Retrans of 0 (net/sctp/sysctl.c: path_max_retrans, extra1 =
+    # SYSCTL_ONE), and pf_retrans may not exceed ps_retrans (0xffff unless set)
+    "path_max_retrans": {"sysctl": "net.sctp.path_max_retrans", "range": (1, 100)},
+    "pf_enable": {"sysctl": "net.sctp.pf_enable", "range": (0, 1)},
+    "pf_retrans": {"sysctl": "net.sctp.pf_retrans", "range": (0, 100)},
+    "hb_interval_ms": {"sysctl": "net.sctp.hb_interval", "range": (1, 86_400_000)},
+    "association_max_retrans": {"sysctl": "net.sctp.association_max_retrans",
+                                "range": (1, 100)},
 }
+# The failover knobs at Linux 6.1's own values (net/sctp/protocol.c, sctp_defaults_init;
+# Documentation/networking/ip-sysctl.rst), set on every run: a point of an experiment may set
+# them (ftp-mget's [[matrix.sctp_settings]]), and a kernel runs the points one after another,
+# so a value one point set would otherwise stay for the next.
+SCTP_PATH_DEFAULTS = {"net.sctp.path_max_retrans": "5", "net.sctp.pf_enable": "1",
+                      "net.sctp.pf_retrans": "0", "net.sctp.hb_interval": "30000",
+                      "net.sctp.association_max_retrans": "10"}
 
 
 def sysctls_for(profile: str, sctp_knobs: dict[str, int], stack: str) -> dict[str, str]:
     """The run's sysctls: the stack's SCTP timers, then the TCP profile, then the experiment's
     own SCTP knobs, which win."""
     values = dict(COMMON_SYSCTLS)
+    values.update(SCTP_PATH_DEFAULTS)
     values.update(STACKS[stack].sysctls())
     if profile in TCP_PROFILES:
         values.update(TCP_PROFILES[profile])

@@ -125,6 +125,15 @@ def frames(pcap: Path, display_filter: str, options: tuple[str, ...] = ()
     return out
 
 
+# One host's addresses as a reader of a pcap takes them: one address, or every address of a
+# multihomed host (dualpath's client), whose packets are its own on either path.
+Host = str | frozenset[str]
+
+
+def addresses(host: Host) -> frozenset[str]:
+    return frozenset((host,)) if isinstance(host, str) else host
+
+
 def values(cell: str) -> list[str]:
     """The values of one cell of `fields` output."""
     if "|" not in cell:   # most cells: one value or none

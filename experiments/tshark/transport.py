@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from . import SCTP_OPTIONS, fields, frames, is_true, values
+from . import SCTP_OPTIONS, Host, addresses, fields, frames, is_true, values
 
 
 # -- SCTP chunks and retransmissions -------------------------------------------------------------
@@ -118,7 +118,7 @@ class Counters:
     timeouts: int = 0         # retransmissions that waited the RTO floor or longer
 
 
-def counters(pcap: Path, transport: str, client_ip: str, rto_floor_s: float) -> Counters:
+def counters(pcap: Path, transport: str, client_ip: Host, rto_floor_s: float) -> Counters:
     if transport == "tcp":
         return _tcp_counters(pcap, rto_floor_s)
     return _sctp_counters(pcap, client_ip, rto_floor_s)
@@ -198,7 +198,7 @@ def _seconds(time_text: str) -> Fraction:
     return Fraction(time_text)
 
 
-def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:
+def _sctp_counters(pcap: Path, client_ip: Host, rto_floor_s: float) -> Counters:
     """Associations from INIT and COOKIE ACK chunks; a retransmission counts as a timeout when
     it came at least the RTO floor after its first copy or after its gap opened; sooner, it
     was a fast retransmit."""
@@ -206,12 +206,13 @@ def _sctp_counters(pcap: Path, client_ip: str, rto_floor_s: float) -> Counters:
                          "sctp.chunk_type", "sctp.init_initiate_tag", "sctp.data_tsn_raw"],
                   "sctp", SCTP_OPTIONS)
     counts, initiated = Counters(), set()
+    client = addresses(client_ip)
     trackers: dict[tuple[str, str], TsnTracker] = {}
     for time_s, src, sport, dport, chunk_types, tags, tsns in rows:
         types = chunk_types.split("|")
-        if "1" in types and src == client_ip:            # INIT from the client
+        if "1" in types and src in client:               # INIT from the client
             initiated.update(values(tags))
-        if "11" in types and src != client_ip:           # COOKIE ACK from the server
+        if "11" in types and src not in client:          # COOKIE ACK from the server
             counts.handshakes += types.count("11")
         tracker = trackers.setdefault((sport, dport), TsnTracker())
         for tsn in values(tsns):

@@ -106,6 +106,8 @@ class Point:
     profile: str                              # the hosts' TCP profile (profiles.py)
     columns: tuple[tuple[str, Any], ...]      # its columns in runs.csv and summary.csv
     stack: str = DEFAULT_STACK                # windows and timers (profiles.STACKS)
+    # SCTP knobs of this point's own (stacks.SCTP_KNOBS), over the experiment's [sctp]
+    sctp_knobs: tuple[tuple[str, int], ...] = ()
 
     def run_id(self, rep: int) -> str:
         return f"{self.key}_r{rep:03d}"

@@ -1,5 +1,8 @@
-"""One client-server run on `path`, the shape ftp-mget's and http-page's runs share: the server
-started and the client's interface captured into the run's pcap, the client run to its end
+"""One client-server run on `path` (or `dualpath`), the shape ftp-mget's and http-page's runs
+share: the server started and the client's interfaces captured into the run's pcap (on
+`dualpath` one capture per path, merged into one pcap in time order at the end, so every
+reading of a pcap sees both paths; a path's packets are told by their addresses), the client
+run to its end
 within the run's limit, and the run's pcap closed however the run went, once the client's
 connections and associations have closed (or TEARDOWN_LIMIT_S; VIRTUAL_TEARDOWN_LIMIT_S in
 virtual time) and every packet the kernel handed the capture is written; a capture that wrote
@@ -12,6 +15,7 @@ held one's starts a new one."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
 
 CLIENT_IF = "client-eth0"
 CAPTURE = "client capture"
+# wireshark-common's, beside tshark: merges pcaps by their packets' times
+MERGECAP = "mergecap"
 
 
 def capture_settings(run: dict[str, Any], keep_whole: str) -> CaptureSettings:
@@ -43,18 +49,36 @@ def capture_settings(run: dict[str, Any], keep_whole: str) -> CaptureSettings:
     return CaptureSettings(run["snaplen"], ring_kb, capture_immediate())
 
 
-def held_capture(net: Topology, run: dict[str, Any], keep_whole: str) -> RunCapture:
-    """The topology's capture of the client's interface, started if it has none like the
-    run's (or the one it has stopped)."""
+def client_interfaces(net: Topology) -> tuple[str, ...]:
+    return net.client_interfaces or (CLIENT_IF,)
+
+
+def held_captures(net: Topology, run: dict[str, Any], keep_whole: str) -> list[RunCapture]:
+    """The topology's captures of the client's interfaces, one each, started if it has none
+    like the run's (or one of them has stopped)."""
     settings = capture_settings(run, keep_whole)
-    held = net.held.get(CAPTURE)
-    if isinstance(held, RunCapture) and held.settings == settings and held.alive():
-        return held
+    interfaces = client_interfaces(net)
+    held = [net.held.get(_name(i)) for i in range(len(interfaces))]
+    if all(isinstance(h, RunCapture) and h.settings == settings and h.alive() for h in held):
+        return held  # type: ignore[return-value]
     _let_go(net)
-    capture = RunCapture(net.node("client").popen, CLIENT_IF, settings,
-                         run["workload"]["runcapture"])
-    net.held[CAPTURE] = capture
-    return capture
+    captures = []
+    for i, iface in enumerate(interfaces):
+        capture = RunCapture(net.node("client").popen, iface, settings,
+                             run["workload"]["runcapture"])
+        net.held[_name(i)] = capture
+        captures.append(capture)
+    return captures
+
+
+def _name(index: int) -> str:
+    return CAPTURE if index == 0 else f"{CAPTURE} {index + 1}"
+
+
+def _part(pcap_partial: Path, index: int, count: int) -> Path:
+    """Where capture `index` of `count` writes: the run's pcap itself when it is the only one."""
+    return pcap_partial if count == 1 else pcap_partial.with_name(
+        f"{pcap_partial.name}.{index + 1}")
 
 
 @contextmanager
@@ -66,28 +90,32 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
     place."""
     client, server = net.node("client"), net.node("server")
     pcap_partial = Path(run["pcap"] + ".partial")
-    process = capture = None
+    process = None
+    captures: list[RunCapture] = []
     try:
         process = procedure.launch_logged(server.popen, server_argv, server_log)
         try:
-            capture = held_capture(net, run, keep_whole)
-            capture.open(pcap_partial)
+            captures = held_captures(net, run, keep_whole)
+            for i, capture in enumerate(captures):
+                capture.open(_part(pcap_partial, i, len(captures)))
         except RunFailure:
             _let_go(net)
             raise
-        record["capture_ring_kb"] = capture.settings.buffer_kb
-        record["capture_mode"] = "immediate" if capture.settings.immediate else "block"
+        record["capture_ring_kb"] = captures[0].settings.buffer_kb
+        record["capture_mode"] = "immediate" if captures[0].settings.immediate else "block"
+        if len(captures) > 1:
+            record["capture_interfaces"] = list(client_interfaces(net))
         procedure.await_ready(process, server_argv, server_log)
         mark("server_and_capture_start")
         yield
     finally:
-        if capture is not None and capture.is_open:
+        if any(capture.is_open for capture in captures):
             # the pcap ends with the sessions' closing exchanges, not in the middle of them:
             # so it holds the whole session and the next run's none of it
             record["teardown_s"] = procedure.await_sessions_closed(
                 (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
                 else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
-            _close(net, capture, pcap_partial, run, record)
+            _close(net, captures, pcap_partial, run, record)
         if process is not None:
             procedure.stop(process)
     if record.get("capture_error"):
@@ -98,25 +126,46 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
 
 
 def _let_go(net: Topology) -> None:
-    held = net.held.pop(CAPTURE, None)
-    if held is not None:
-        held.stop()
+    for name in [n for n in net.held if n.startswith(CAPTURE)]:
+        net.held.pop(name).stop()
 
 
-def _close(net: Topology, capture: RunCapture, pcap_partial: Path, run: dict[str, Any],
+def _close(net: Topology, captures: list[RunCapture], pcap_partial: Path, run: dict[str, Any],
            record: dict[str, Any]) -> None:
-    """The run's pcap closed and moved into place; a capture that fails is recorded (the run
-    fails after its server stopped) and let go, the next run starts another."""
+    """The run's pcap closed (the captures' pcaps merged into it) and moved into place; a
+    capture that fails is recorded (the run fails after its server stopped) and let go, the
+    next run starts another."""
     started = time.monotonic()
-    try:
-        record["capture"] = capture.close()
-    except RunFailure as failure:
-        record["capture_error"] = str(failure)
-        _let_go(net)
+    counts: dict[str, int] = {}
+    for capture in captures:
+        try:
+            for key, value in capture.close().items():
+                counts[key] = counts.get(key, 0) + value
+        except RunFailure as failure:
+            record["capture_error"] = f"{capture.iface}: {failure}"
+            _let_go(net)
+            break
+    if "capture_error" not in record:
+        record["capture"] = counts
+    parts = [_part(pcap_partial, i, len(captures)) for i in range(len(captures))]
+    if len(parts) > 1 and all(p.exists() for p in parts):
+        _merge(parts, pcap_partial, record)
     record["capture_close_s"] = time.monotonic() - started
     if pcap_partial.exists():
         os.replace(pcap_partial, run["pcap"])
         record["pcap"] = run["pcap"]
+
+
+def _merge(parts: list[Path], into: Path, record: dict[str, Any]) -> None:
+    """The interfaces' pcaps as one, in time order (each keeps its own packets' times)."""
+    merged = subprocess.run([MERGECAP, "-F", "pcap", "-w", str(into), *map(str, parts)],
+                            capture_output=True, text=True, check=False)
+    if merged.returncode != 0:
+        record["capture_error"] = f"merging the interfaces' pcaps: {merged.stderr.strip()}"
+        into.unlink(missing_ok=True)
+        return
+    for part in parts:
+        part.unlink()
 
 
 def run_client(net: Topology, argv: Sequence[str], run_dir: Path, timeout_s: float,

@@ -21,7 +21,7 @@ from experiments.inkernel.run_capture import CaptureSettings, RunCapture
 from experiments.procedure import HEADERS_SNAPLEN, WHOLE_SNAPLEN, netns_launch
 from experiments.tshark import sctp_headers, tcp_headers
 from experiments.tshark.pcap_records import pcap_format, records
-from experiments.workloads.client_server import CAPTURE, held_capture
+from experiments.workloads.client_server import CAPTURE, held_captures
 from experiments.workloads.ftp_mget.measure import WHOLE_IN_A_CAPTURE_OF_HEADERS
 from tests.ftp import ftphelp
 from tests.unit.test_tshark_shared_pass import (
@@ -226,7 +226,10 @@ def client_side() -> Iterator[str]:
 
 
 class FakeTopology:
-    """What held_capture asks of a topology: its held things, and the client's node."""
+    """What held_captures asks of a topology: its held things, the client's node and
+    interfaces."""
+
+    client_interfaces = ("client-eth0",)
 
     def __init__(self, namespace: str) -> None:
         self.held: dict = {}
@@ -244,17 +247,17 @@ def test_a_topology_keeps_one_capture_until_a_run_needs_another(bindir, client_s
     net = FakeTopology(client_side)
     run = {"links": {"forward": {"rate_bps": 3_000_000}, "reverse": {"rate_bps": 3_000_000}},
            "snaplen": 0, "workload": {"runcapture": str(bindir / "runcapture")}}
-    first = held_capture(net, run, "")
-    assert held_capture(net, run, "") is first and first.alive()
+    [first] = held_captures(net, run, "")
+    assert held_captures(net, run, "") == [first] and first.alive()
     # a faster link wants a larger ring: the first capture is stopped, a new one held
     faster = {**run, "links": {"forward": {"rate_bps": 100_000_000},
                                "reverse": {"rate_bps": 100_000_000}}}
-    second = held_capture(net, faster, "")
+    [second] = held_captures(net, faster, "")
     assert second is not first and first.process.returncode == 0
     assert second.settings.buffer_kb > first.settings.buffer_kb
     # one that died is replaced
     second.process.kill()
     second.process.wait()
-    third = held_capture(net, faster, "")
+    [third] = held_captures(net, faster, "")
     assert third is not second and third.alive() and net.held == {CAPTURE: third}
     third.stop()

@@ -114,7 +114,7 @@ def test_xftp_is_a_point_per_number_of_connections(tmp_path):
     (("name = \"{name}\"", "name = \"{name}\"\ntopology = \"ring\""), "topology",
      "unknown topology 'ring'"),
     (("name = \"{name}\"", "name = \"{name}\"\ntopology = \"dumbbell\""), "topology",
-     "the ftp-mget workload runs on path, not dumbbell"),
+     "the ftp-mget workload runs on path or dualpath, not dumbbell"),
     (("[repetitions]", "[repetitions]\nmetric = \"jain_index\""), "repetitions.metric",
      "unknown metric 'jain_index'"),
     (("[matrix]", "[flows]\nduration_s = 10\n[matrix]"), "flows", "unknown key"),
@@ -206,7 +206,7 @@ def test_a_bulk_flows_file_names_its_points_by_bottleneck_flows_and_profile(tmp_
     (("metric = \"jain_index\"", "metric = \"transfer_time_s\""), "repetitions.metric",
      "unknown metric"),
     (("workload = \"bulk-flows\"", "workload = \"ftp-mget\""), "topology",
-     "runs on path, not dumbbell"),
+     "runs on path or dualpath, not dumbbell"),
     (("mtu = 1540", "mtu = 100000"), "network.mtu", "out of range"),
 ])
 def test_bad_bulk_flows_values_are_refused(tmp_path, change, key, reason):

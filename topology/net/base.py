@@ -68,13 +68,22 @@ class Topology:
     # the shaped direction whose rate, delay and queue an entry of the network axis names:
     # what a run's table and its link check show as its link
     named_link: ClassVar[str] = ""
+    # a client-server topology's address plan (path, dualpath): the addresses the programs
+    # use, the further ones an SCTP end host also binds (multihoming), and the client's
+    # interfaces a run captures
+    client_ip: ClassVar[str] = ""
+    server_ip: ClassVar[str] = ""
+    client_also: ClassVar[tuple[str, ...]] = ()
+    server_also: ClassVar[tuple[str, ...]] = ()
+    client_interfaces: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
-                  access: LinkShape | None = None, loss_on: str = "both"
-                  ) -> dict[str, LinkShape]:
+                  access: LinkShape | None = None, loss_on: str = "both",
+                  second: LinkShape | None = None) -> dict[str, LinkShape]:
         """Every shaped direction of a run whose network-axis entry shapes as `lossy` (the
-        run's loss) and `clean` (the same without loss)."""
+        run's loss) and `clean` (the same without loss); `second`: a second path's own shape,
+        for a topology that has one (dualpath), whatever the entry and the loss."""
         raise NotImplementedError
 
     @classmethod

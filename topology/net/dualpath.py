@@ -8,7 +8,12 @@ brought back on command. Down is a silent black hole on the router (every packet
 ways), as when a link fails mid-path: the end hosts see no interface change and must find out
 by themselves, the way SCTP path failure detection is meant to.
 
-Its experiment file's [network] is a path's: each entry of `paths` shapes both paths alike."""
+Its experiment file's [network] is a path's: each entry of `paths` shapes both paths alike,
+unless [network.path2] gives path 2 a shape of its own (rate, delay, queue, a fixed loss), the
+same for every run: then the entry and the matrix's loss shape path 1 only.
+
+Path 1 is the primary: the programs address the server's path-1 address, and an SCTP end
+host binds its path-2 address as well (multihoming); TCP crosses path 1 only."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -21,6 +26,8 @@ if TYPE_CHECKING:
     from mininet.net import Mininet
 
 PATHS = (1, 2)
+PATH2_KEYS = {"rate": str, "delay": str, "queue": str, "loss": float}
+DUALPATH_NETWORK_KEYS = {**PATH_NETWORK_KEYS, "path2": PATH2_KEYS}
 
 
 def client_address(path: int) -> str:
@@ -31,18 +38,34 @@ def server_address(path: int) -> str:
     return f"10.{path}.2.1"
 
 
+def path_of(address: str) -> int | None:
+    """The path an end host's address belongs to (10.k.x.x: path k), or None."""
+    parts = address.split(".")
+    if len(parts) == 4 and parts[0] == "10" and parts[1].isdigit() and int(parts[1]) in PATHS:
+        return int(parts[1])
+    return None
+
+
 class DualPath(Topology):
     kind = "dualpath"
-    network_keys = PATH_NETWORK_KEYS
+    network_keys = DUALPATH_NETWORK_KEYS
+    client_ip = client_address(1)
+    server_ip = server_address(1)
+    # the further addresses an SCTP end host binds beside its first (multihoming)
+    client_also = (client_address(2),)
+    server_also = (server_address(2),)
+    # the client's interfaces, whose packets a run captures
+    client_interfaces = ("client-eth0", "client-eth1")
     entry_table = "paths"
     entry_keys = PATH_ENTRY_KEYS
     named_link = "path1-up"
 
     @classmethod
     def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
-                  access: LinkShape | None = None, loss_on: str = "both"
-                  ) -> dict[str, LinkShape]:
-        return {f"path{k}-{d}": lossy for k in PATHS for d in ("up", "down")}
+                  access: LinkShape | None = None, loss_on: str = "both",
+                  second: LinkShape | None = None) -> dict[str, LinkShape]:
+        shapes = {1: lossy, 2: second or lossy}
+        return {f"path{k}-{d}": shapes[k] for k in PATHS for d in ("up", "down")}
 
     @classmethod
     def from_spec(cls, links: dict[str, LinkShape], mtu: int | None, pairs: int) -> DualPath:

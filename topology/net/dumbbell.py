@@ -46,8 +46,8 @@ class Dumbbell(Topology):
 
     @classmethod
     def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
-                  access: LinkShape | None = None, loss_on: str = "both"
-                  ) -> dict[str, LinkShape]:
+                  access: LinkShape | None = None, loss_on: str = "both",
+                  second: LinkShape | None = None) -> dict[str, LinkShape]:
         assert access is not None
         links = {"bottleneck-up": lossy,
                  "bottleneck-down": lossy if loss_on == "both" else clean}

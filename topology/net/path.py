@@ -30,14 +30,17 @@ PATH_ENTRY_KEYS = {"name": str, "rate": str, "delay": str, "queue": str}
 class PathTopology(Topology):
     kind = "path"
     network_keys = PATH_NETWORK_KEYS
+    client_ip = CLIENT_IP
+    server_ip = SERVER_IP
+    client_interfaces = ("client-eth0",)
     entry_table = "paths"
     entry_keys = PATH_ENTRY_KEYS
     named_link = "up"
 
     @classmethod
     def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,
-                  access: LinkShape | None = None, loss_on: str = "both"
-                  ) -> dict[str, LinkShape]:
+                  access: LinkShape | None = None, loss_on: str = "both",
+                  second: LinkShape | None = None) -> dict[str, LinkShape]:
         return {"up": lossy, "down": lossy}
 
     @classmethod

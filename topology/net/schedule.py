@@ -167,7 +167,8 @@ class Running:
         self.topology.rebuild_links({link: self.base[link]
                                      for link in {c.link for c in self.changes}})
         record: dict[str, Any] = {
-            "start_epoch": self.start_epoch, "changes_made": len(self.applied),
+            "start_epoch": self.start_epoch, "start_monotonic": self.start,
+            "changes_made": len(self.applied),
             "not_reached": len(self.changes) - len(self.applied),
             "lag_max_s": max(self.lags, default=0.0),
             "lag_mean_s": sum(self.lags) / len(self.lags) if self.lags else 0.0}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from experiments.tshark import SCTP_OPTIONS, fields, is_true, values
+from experiments.tshark import SCTP_OPTIONS, Host, addresses, fields, is_true, values
 from experiments.tshark.transport import TsnTracker, sctp_frames
 
 SEQ_SPACE = 1 << 32
@@ -82,7 +82,7 @@ class Coverage:
         return end - start - covered
 
 
-def client_flows(pcap: Path, transport: str, client_ip: str, whole_packets: bool = True
+def client_flows(pcap: Path, transport: str, client_ip: Host, whole_packets: bool = True
                  ) -> list[Flow]:
     """The capture's flows in the order the client opened them (flows whose opening the capture
     missed come first, by their first packet)."""
@@ -95,7 +95,8 @@ def client_flows(pcap: Path, transport: str, client_ip: str, whole_packets: bool
 
 
 # -- TCP ------------------------------------------------------------------------------------------
-def _tcp_flows(pcap: Path, client_ip: str) -> list[Flow]:
+def _tcp_flows(pcap: Path, client_ip: Host) -> list[Flow]:
+    client = addresses(client_ip)
     rows = fields(pcap, ["frame.time_epoch", "ip.src", "tcp.srcport", "tcp.dstport",
                          "tcp.flags.syn", "tcp.flags.ack", "tcp.flags.fin", "tcp.seq_raw",
                          "tcp.len"], "tcp")
@@ -104,7 +105,7 @@ def _tcp_flows(pcap: Path, client_ip: str) -> list[Flow]:
     seen: dict[tuple[int, int], Coverage] = {}
     top: dict[tuple[int, int], int] = {}
     for time_text, src, sport, dport, syn, ack, fin, seq, length in rows:
-        time_s, from_client = float(time_text), src == client_ip
+        time_s, from_client = float(time_text), src in client
         key = (int(sport), int(dport)) if from_client else (int(dport), int(sport))
         flow = flows.setdefault(key, Flow("tcp", *key))
         flow.packets.append(time_s)
@@ -168,11 +169,12 @@ def _sctp_packets(pcap: Path, whole_packets: bool
     return out
 
 
-def _sctp_flows(pcap: Path, client_ip: str, whole_packets: bool) -> list[Flow]:
+def _sctp_flows(pcap: Path, client_ip: Host, whole_packets: bool) -> list[Flow]:
+    client = addresses(client_ip)
     flows: dict[tuple[int, int], Flow] = {}
     trackers: dict[tuple[int, int], TsnTracker] = {}
     for time_s, src, sport, dport, kinds, chunks in _sctp_packets(pcap, whole_packets):
-        from_client = src == client_ip
+        from_client = src in client
         key = (sport, dport) if from_client else (dport, sport)
         flow = flows.setdefault(key, Flow("sctp", *key))
         flow.packets.append(time_s)

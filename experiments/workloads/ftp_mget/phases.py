@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from experiments.tshark import Host
 from experiments.workloads.ftp_mget.flows import Arrival, Flow, client_flows
 from experiments.workloads.ftp_mget.measure import FTP_PORT, ControlChannel
 
@@ -112,7 +113,7 @@ class _Source:
     opens_connection: bool = False   # the first transfer on a kept one (block mode)
 
 
-def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_ip: str,
+def session_phases(pcap: Path, channel: ControlChannel, transport: str, client_ip: Host,
                    start_s: float, rtt_s: float, rto_floor_s: float,
                    whole_packets: bool = True, block_payload: int | None = None
                    ) -> list[Slice]:

@@ -1,6 +1,9 @@
-"""ftp-mget: one FTP session fetches N files of one size with `mget *` across `path` (E1, E2).
+"""ftp-mget: one FTP session fetches N files of one size with `mget *` across `path` (E1, E2),
+or across path 1 of `dualpath`, where the SCTP variants' associations are multihomed over both
+paths (each end binds its path-2 address too, and ftpc names the server's: --sctp-also-bind,
+--sctp-also-peer) and TCP crosses path 1 alone.
 
-    ftpd on the server, a capture of whole packets on the client's interface, then
+    ftpd on the server, a capture of whole packets on the client's interfaces, then
     `ftpc --variant V mget '*'` on the client; every downloaded file checked against the data
     set's SHA-256 digests. Both programs' limits on a data connection's opening
     (--open-timeout) come from the point's stack (stacks.open_limits); the run records them
@@ -9,9 +12,12 @@
 Its keys: `metric` (top level: which interval the studies measured), and in [matrix]
 `file_sizes`, `files`, `variants`, `parallel` (xftp's data connections per transfer, default
 [4]), `stacks` (the windows and timers of both transports: profiles.STACKS; "linux" when
-absent). Points: path x loss x size x variant (xftp once per `parallel`) x TCP profile (the
-profiles multiply the TCP variants only) x stack. Metrics: the transfer time read from the client's
-pcap (the deciding one), with the same interval from the client's own clock as a cross-check
+absent), `sctp_settings` (a list of tables, each a `name` and SCTP knobs of
+stacks.SCTP_KNOBS over [sctp]'s: failover thresholds, say; they multiply the SCTP variants
+only). Points: path x loss x size x variant (xftp once per `parallel`) x TCP profile (the
+profiles multiply the TCP variants only) x stack x SCTP settings. Metrics: the transfer time
+read from the client's pcap (the deciding one), with the same interval from the client's own
+clock as a cross-check
 (a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
 from __future__ import annotations
 
@@ -26,13 +32,22 @@ from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
 from experiments.procedure import RunFailure
-from experiments.stacks import DEFAULT_STACK, SCTP_PROFILE, STACKS, open_limits, sysctls_for
+from experiments.stacks import (
+    DEFAULT_STACK,
+    SCTP_KNOBS,
+    SCTP_PROFILE,
+    STACKS,
+    open_limits,
+    sysctls_for,
+)
+from experiments.tshark import Host
 from experiments.workloads import dataset
 from experiments.workloads.base import Metric, Point, WorkloadError, read_events, require_programs
 from experiments.workloads.client_server import run_client, server_and_capture
+from experiments.workloads.ftp_mget import paths as path_columns
 from experiments.workloads.ftp_mget.measure import WHOLE_IN_A_CAPTURE_OF_HEADERS
+from topology.net import topology_class
 from topology.net.initial_rto import InitialRto
-from topology.net.path import CLIENT_IP, SERVER_IP
 from topology.params import ParameterError
 
 if TYPE_CHECKING:
@@ -78,6 +93,8 @@ class Settings:
     variants: tuple[str, ...]
     stacks: tuple[str, ...] = (DEFAULT_STACK,)
     parallel: tuple[int, ...] = (DEFAULT_PARALLEL,)
+    # (name, knobs) of each entry of [[matrix.sctp_settings]]; none: one unnamed, no knobs
+    sctp_settings: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
 
 def parse_size(text: str | int) -> int:
@@ -96,6 +113,19 @@ def size_label(size: int) -> str:
         if size % factor == 0:
             return f"{size // factor}{unit}"
     return str(size)
+
+
+def multihoming(topology: str, transport: str) -> dict[str, Any] | None:
+    """The programs' multihoming options on a topology whose end hosts have further addresses
+    (dualpath): each SCTP end binds them all, and the client names the server's; None where
+    there are none, or for TCP."""
+    kind = topology_class(topology)
+    if transport != "sctp" or not (kind.client_also or kind.server_also):
+        return None
+    server = [o for a in kind.server_also for o in ("--sctp-also-bind", a)]
+    client = [*(o for a in kind.client_also for o in ("--sctp-also-bind", a)),
+              *(o for a in kind.server_also for o in ("--sctp-also-peer", a))]
+    return {"server": server, "client": client, "bind": kind.client_ip}
 
 
 def transport_of(variant: str) -> str:
@@ -173,11 +203,12 @@ TIME_SEQUENCE_FILE = "time_sequence.json"
 
 class FtpMget:
     kind = KIND
-    topologies = ("path",)
-    data_direction = {"path": "down"}    # downloads: server to client
+    topologies = ("path", "dualpath")
+    # downloads: server to client (on dualpath, over its primary path)
+    data_direction = {"path": "down", "dualpath": "path1-down"}
     top_keys = {"metric": str}
     matrix_keys = {"file_sizes": list, "files": int, "variants": list, "stacks": list,
-                   "parallel": list}
+                   "parallel": list, "sctp_settings": list}
     table = None
     table_keys: dict[str, Any] = {}
     # what a capture of headers keeps whole: the control channel and SCTP bundles
@@ -192,15 +223,16 @@ class FtpMget:
     )
     default_metric = "transfer_time_s"
     point_columns = ("path", "loss", "file_size", "files", "variant", "parallel", "profile",
-                     "stack")
+                     "stack", "sctp_settings")
     run_columns = ("transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
                    "last_byte_after_226_s", "connections", "handshakes", "retransmissions",
-                   "timeouts")
+                   "timeouts", *path_columns.COLUMNS, "client_gave_up_s")
     summary_aliases = {"mean_s": "transfer_time_s_mean", "sd_s": "transfer_time_s_sd",
                        "ci90_half_s": "transfer_time_s_ci90_half",
                        "ci90_rel": "transfer_time_s_ci90_rel",
                        "ci_half_s": "transfer_time_s_ci_half"}
-    analysis_version = 10  # 10: a transfer's retried attempts in one slice (phase_retry_s,
+    analysis_version = 11  # 11: on dualpath, each path's data and the failover (paths.py);
+    # 10: a transfer's retried attempts in one slice (phase_retry_s,
     # retries), replies paired with their commands; 9: SCTP captures cut short read by the
     # header reader; 8: SCTP retransmissions counted from TSNs relative to the first
 
@@ -231,7 +263,43 @@ class FtpMget:
             raise reader.fail("matrix.stacks", "needs at least one stack profile")
         for stack in stacks:
             reader.choice("matrix.stacks", stack, STACKS, "stack profile")
-        return Settings(interval, sizes, files, tuple(variants), tuple(stacks), parallel)
+        return Settings(interval, sizes, files, tuple(variants), tuple(stacks), parallel,
+                        self._sctp_settings(reader, matrix, variants))
+
+    @staticmethod
+    def _sctp_settings(reader: Reader, matrix: dict[str, Any], variants: list[str]
+                       ) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+        if "sctp_settings" not in matrix:
+            return ()
+        where = "matrix.sctp_settings"
+        if all(transport_of(v) == "tcp" for v in variants):
+            raise reader.fail(where, "apply to the SCTP variants, which matrix.variants does "
+                                     "not name")
+        entries = matrix["sctp_settings"]
+        if not entries:
+            raise reader.fail(where, "needs at least one entry")
+        out = []
+        for i, entry in enumerate(entries):
+            at = f"{where}[{i}]"
+            if not isinstance(entry, dict):
+                raise reader.fail(at, "must be a table: a name and SCTP knobs")
+            reader.check_keys(entry, {"name": str, **{k: int for k in SCTP_KNOBS}}, at)
+            name = reader.required(entry, "name", at)
+            if not re.fullmatch(r"[a-z0-9-]+", name):
+                raise reader.fail(f"{at}.name", "lower-case letters, digits and - only")
+            knobs = []
+            for knob, value in entry.items():
+                if knob == "name":
+                    continue
+                low, high = SCTP_KNOBS[knob]["range"]
+                if not low <= value <= high:
+                    raise reader.fail(f"{at}.{knob}", f"{value} is out of range ({low} to "
+                                                      f"{high})")
+                knobs.append((knob, value))
+            out.append((name, tuple(knobs)))
+        if len({name for name, _ in out}) != len(out):
+            raise reader.fail(where, "names must be unique")
+        return tuple(out)
 
     @staticmethod
     def _parallel(reader: Reader, matrix: dict[str, Any], variants: list[str]
@@ -254,6 +322,7 @@ class FtpMget:
         return {"metric": settings.interval, "metric_definition": INTERVALS[settings.interval],
                 "file_sizes": list(settings.file_sizes), "files": settings.files,
                 "variants": list(settings.variants), "parallel": list(settings.parallel),
+                "sctp_settings": {name: dict(knobs) for name, knobs in settings.sctp_settings},
                 "stacks": {name: STACKS[name].record() for name in settings.stacks}}
 
     # -- the matrix ----------------------------------------------------------------------------
@@ -266,16 +335,27 @@ class FtpMget:
                     for variant, n in self._variants(settings):
                         for tcp_profile in experiment.tcp_profiles:
                             for stack in settings.stacks:
-                                profile = profile_for(variant, tcp_profile)
-                                label = f"{variant}{n}" if n else variant
-                                key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
-                                       f"{settings.files}_{label}_{profile}_{stack}")
-                                seen.setdefault(key, Point(key, path.name, loss, profile, (
-                                    ("path", path.name), ("loss", loss), ("file_size", size),
-                                    ("files", settings.files), ("variant", variant),
-                                    ("parallel", n), ("profile", profile), ("stack", stack)),
-                                    stack))
+                                for name, knobs in self._settings_of(settings, variant):
+                                    profile = profile_for(variant, tcp_profile)
+                                    label = f"{variant}{n}" if n else variant
+                                    key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
+                                           f"{settings.files}_{label}_{profile}_{stack}"
+                                           + (f"_{name}" if name else ""))
+                                    seen.setdefault(key, Point(key, path.name, loss, profile, (
+                                        ("path", path.name), ("loss", loss),
+                                        ("file_size", size), ("files", settings.files),
+                                        ("variant", variant), ("parallel", n),
+                                        ("profile", profile), ("stack", stack),
+                                        ("sctp_settings", name)), stack, knobs))
         return list(seen.values())
+
+    @staticmethod
+    def _settings_of(settings: Settings, variant: str
+                     ) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+        """The SCTP settings a variant's points multiply by: all for SCTP, none for TCP."""
+        if not settings.sctp_settings or transport_of(variant) == "tcp":
+            return (("", ()),)
+        return settings.sctp_settings
 
     @staticmethod
     def _variants(settings: Settings) -> list[tuple[str, int]]:
@@ -328,10 +408,11 @@ class FtpMget:
         data = prepared["data"][point.get("file_size")]
         stack = STACKS[point.stack]
         transport = transport_of(point.get("variant"))
-        limits = open_limits(transport, sysctls_for(point.profile, experiment.sctp,
-                                                    point.stack), stack.tcp_initial_rto_ms)
+        limits = open_limits(transport, sysctls_for(point.profile, {
+            **experiment.sctp, **dict(point.sctp_knobs)}, point.stack), stack.tcp_initial_rto_ms)
         return {"variant": point.get("variant"), "parallel": point.get("parallel"),
                 "open_limits": limits.record(),
+                "multihoming": multihoming(experiment.network.kind, transport),
                 "data": str(data.root),
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
                 "socket_options": stack.buffers(transport_of(point.get("variant")))
@@ -370,17 +451,19 @@ class FtpMget:
         # a data connection's opening is bounded by the stack's handshake, not the run's limit
         limits = order.get("open_limits") or {}
         record["open_limits"] = limits
-        ftpd_argv = wrap(procedure.ftp_server_argv(order["ftpd"], order["data"], SERVER_IP,
+        homes = order.get("multihoming") or {"server": [], "client": [], "bind": None}
+        ftpd_argv = wrap(procedure.ftp_server_argv(order["ftpd"], order["data"], net.server_ip,
                                                    str(run_dir / "ftpd.log"), timeout_s,
-                                                   options=order["socket_options"],
+                                                   options=[*order["socket_options"],
+                                                            *homes["server"]],
                                                    open_timeout_s=limits.get(
                                                        "ftpd_open_timeout_s")))
         try:
             with server_and_capture(net, run, record, mark, ftpd_argv, run_dir / "ftpd.out",
                                     self.whole_in_a_capture_of_headers):
                 run_client(net, wrap(procedure.ftp_client_argv(
-                    order["ftpc"], order["variant"], SERVER_IP, str(download), timeout_s,
-                    options=client_options,
+                    order["ftpc"], order["variant"], net.server_ip, str(download), timeout_s,
+                    bind=homes["bind"], options=[*client_options, *homes["client"]],
                     open_timeout_s=limits.get("ftpc_open_timeout_s"))),
                     run_dir, timeout_s, record, mark)
                 problems = dataset.verify_download(download, order["expected"])
@@ -401,10 +484,14 @@ class FtpMget:
         path = experiment.network.entry(params["path"])
         phases = PhaseSettings(2 * path.delay_s + 2 * FULL_PACKET_BITS / path.rate_bps,
                                params["files"], experiment.snaplen == 0)
+        kind = topology_class(experiment.network.kind)
         row = measure(run_dir, capture, params["variant"], settings.interval, rto_floor_s,
-                      CLIENT_IP, phases)
+                      frozenset((kind.client_ip, *kind.client_also)), phases)
         if record["status"] == "ok" and row["transfer_time_s"] is None:
             row["notes"].append("the measured instants are not in the pcap")
+        if experiment.network.kind == "dualpath":
+            row.update(over_two_paths(run_dir, capture, params["variant"], record,
+                                      phases.stall_s))
         return row
 
     def report_data(self, root: Path, run_ids: list[str]) -> list[str]:
@@ -426,6 +513,44 @@ class FtpMget:
             except (OSError, KeyError, ValueError, TsharkError) as error:
                 problems.append(f"time-sequence of {run_id}: {error}")
         return problems
+
+
+def primary_changes(record: dict[str, Any]) -> tuple[float | None, float | None]:
+    """When path 1 went down and when it came back in the run, in the capture's clock (the
+    applied instants of its schedule's `down` changes), or None."""
+    schedule = record.get("schedule") or {}
+    start = schedule.get("start_epoch")
+    failed = restored = None
+    for change in schedule.get("applied") or []:
+        if start is None or not str(change.get("link", "")).startswith("path1-"):
+            continue
+        at = start + change["applied_s"]
+        if change.get("down") is True and failed is None:
+            failed = at
+        elif change.get("down") is False and failed is not None and restored is None:
+            restored = at
+    return failed, restored
+
+
+def over_two_paths(run_dir: Path, capture: Path | None, variant: str,
+                   record: dict[str, Any], wait_s: float) -> dict[str, Any]:
+    """A dualpath run's columns of paths.py, and how long after path 1 failed the client gave
+    up (its `error` event, in the same monotonic clock as the schedule's start)."""
+    from topology.net.dualpath import DualPath, path_of
+
+    row: dict[str, Any] = {}
+    failed, restored = primary_changes(record)
+    if capture is not None:
+        reading = path_columns.read(capture, transport_of(variant),
+                                    frozenset((DualPath.server_ip, *DualPath.server_also)),
+                                    path_of)
+        row.update(path_columns.summary(reading, failed, restored, wait_s))
+    schedule = record.get("schedule") or {}
+    gave_up = next((e["t"] for e in client_events(run_dir) if e.get("event") == "error"), None)
+    if failed is not None and gave_up is not None and "start_monotonic" in schedule:
+        after = gave_up - (schedule["start_monotonic"] + failed - schedule["start_epoch"])
+        row["client_gave_up_s"] = after if after >= 0 else None
+    return row
 
 
 def _current(saved: Path, pcap: Path, load: Callable[[Path], Any]) -> bool:
@@ -453,7 +578,7 @@ class PhaseSettings:
 
 
 def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
-            rto_floor_s: float, client_ip: str, phases: PhaseSettings | None = None
+            rto_floor_s: float, client_ip: Host, phases: PhaseSettings | None = None
             ) -> dict[str, Any]:
     """What a session measured: the interval from the client's pcap and from its own clock
     (flagged when they disagree by over 1 ms), the pcap's counters and, given `phases`, where
@@ -494,7 +619,7 @@ def measure(run_dir: Path, capture: Path | None, variant: str, interval: str,
 
 
 def _phases(run_dir: Path, capture: Path, channel: ControlChannel, kind: str,
-            bounds: tuple[float, float], rto_floor_s: float, client_ip: str,
+            bounds: tuple[float, float], rto_floor_s: float, client_ip: Host,
             settings: PhaseSettings, notes: list[str], block_payload: int | None
             ) -> tuple[dict[str, Any], float]:
     """The per-file phases' summary and the session's end: its last 226, or its last file's
