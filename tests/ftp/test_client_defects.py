@@ -292,3 +292,19 @@ def test_ls_still_takes_a_directory_and_the_next_command(bindir: Path, tmp_path:
     listings = [e for e in events(r.stdout) if e["event"] == "listing"]
     assert [sorted(e["entries"]) for e in listings] == [["in.txt"], ["d", "f"]]
     assert (out / "f").read_bytes() == b"f\n"
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--sctp-also-bind", "10.2.1.1"], "--sctp-also-bind needs --bind"),
+    (["--bind", "127.0.0.1", *["--sctp-also-peer", "10.2.2.1"] * 5],
+     "--sctp-also-peer: at most 4 addresses"),
+    (["--sctp-also-peer", "not-an-address!"], "sctp-also-peer"),
+    (["--bind", "127.0.0.1", "--sctp-also-bind", "10.2.1.1:21"], "without a port"),
+], ids=["also-bind-alone", "five-peers", "bad-address", "with-port"])
+def test_multihoming_options_are_checked_before_connecting(bindir: Path, listener,
+                                                          options: list[str], says: str):
+    host = f"127.0.0.1:{listener.getsockname()[1]}"
+    r = ftphelp.run_ftpc(bindir, "--variant", "sctp-ms", *options, host, "ls", timeout=30)
+    assert r.returncode == 2, r.stderr
+    assert says in r.stderr and "usage: ftpc" in r.stderr
+    assert r.stdout == "" and not connected_to(listener)
