@@ -27,6 +27,7 @@ and, with or without a failure, the moves of new data from path 1 to path 2: eve
 failure or after its return), and the share of new data bytes that came over path 2."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,3 +155,40 @@ def _waits(new: list[Arrival], failed_s: float, end_s: float | None) -> list[flo
     if end_s is not None and end_s > edges[-1]:
         edges.append(end_s)
     return [b - a for a, b in zip(edges, edges[1:], strict=False)]
+
+
+# what report_data writes per dualpath run (runs/<id>/paths.json) and the report draws;
+# bumped when it is read differently
+TRACE_FILE = "paths.json"
+TRACE_VERSION = 1
+
+
+def save_trace(reading: PathReading, failed_s: float | None, restored_s: float | None,
+               path: Path) -> None:
+    """Each path's new data delivered over time (bytes, cumulative, from the capture's first
+    data) and its retransmissions, with the failure and the return, written whole by rename."""
+    start = reading.arrivals[0].t if reading.arrivals else 0.0
+    trace: dict[str, Any] = {"version": TRACE_VERSION, "start_epoch": start,
+                             "failed_s": None if failed_s is None else failed_s - start,
+                             "restored_s": None if restored_s is None else restored_s - start}
+    for k in (1, 2):
+        total, new, rtx = 0, [], []
+        for a in reading.arrivals:
+            if a.path != k:
+                continue
+            if a.new:
+                total += a.size
+                new.append([round(a.t - start, 6), total])
+            else:
+                rtx.append(round(a.t - start, 6))
+        trace[f"path{k}"] = {"new": new, "retransmissions": rtx}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(trace))
+    tmp.replace(path)
+
+
+def load_trace(path: Path) -> dict[str, Any]:
+    trace = json.loads(path.read_text())
+    if trace.get("version") != TRACE_VERSION:
+        raise ValueError(f"{path} is of another version than this reading's ({TRACE_VERSION})")
+    return trace

@@ -505,11 +505,14 @@ class FtpMget:
         for run_id in run_ids:
             run_dir, pcap = root / "runs" / run_id, root / "pcaps" / f"{run_id}.pcap"
             target = run_dir / TIME_SEQUENCE_FILE
-            if _current(target, pcap, TimeSequence.load):
-                continue
             try:
-                variant = json.loads((run_dir / "result.json").read_text())["params"]["variant"]
-                time_sequence(pcap, transport_of(variant)).save(target)
+                record = json.loads((run_dir / "result.json").read_text())
+                variant = record["params"]["variant"]
+                if not _current(target, pcap, TimeSequence.load):
+                    time_sequence(pcap, transport_of(variant)).save(target)
+                if record.get("capture_interfaces") and not _current(
+                        run_dir / path_columns.TRACE_FILE, pcap, path_columns.load_trace):
+                    _save_paths_trace(pcap, variant, record, run_dir)
             except (OSError, KeyError, ValueError, TsharkError) as error:
                 problems.append(f"time-sequence of {run_id}: {error}")
         return problems
@@ -551,6 +554,15 @@ def over_two_paths(run_dir: Path, capture: Path | None, variant: str,
         after = gave_up - (schedule["start_monotonic"] + failed - schedule["start_epoch"])
         row["client_gave_up_s"] = after if after >= 0 else None
     return row
+
+
+def _save_paths_trace(pcap: Path, variant: str, record: dict[str, Any], run_dir: Path) -> None:
+    """A two-path run's delivery per path (paths.TRACE_FILE), for the report."""
+    from topology.net.dualpath import DualPath, path_of
+
+    reading = path_columns.read(pcap, transport_of(variant),
+                                frozenset((DualPath.server_ip, *DualPath.server_also)), path_of)
+    path_columns.save_trace(reading, *primary_changes(record), run_dir / path_columns.TRACE_FILE)
 
 
 def _current(saved: Path, pcap: Path, load: Callable[[Path], Any]) -> bool:

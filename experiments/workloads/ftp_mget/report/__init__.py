@@ -5,7 +5,8 @@ report: `runs_drawn` names them, `report_data` writes them; this module reads no
 
     points.py    the result set as ftp-mget points (path, loss, size, files, variant, profile)
     speedup.py   ratios of mean transfer times with their confidence, and whether they count
-    figures.py   transfer time vs loss, counters, time-sequence, phases, timeline
+    figures.py   transfer time vs loss, counters, time-sequence, phases, timeline, and on
+                 dualpath each path's delivery around a failure
     parallel.py  xftp (E5): link utilization against the number of parallel connections"""
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from matplotlib.figure import Figure
 from analysis import html
 from analysis.results import ResultSet, named_runs
 from experiments.tshark.transport import TimeSequence
+from experiments.workloads.ftp_mget import paths
 from experiments.workloads.ftp_mget.phases import read_phases, read_stalls
 from experiments.workloads.ftp_mget.report import figures, parallel, speedup
 from experiments.workloads.ftp_mget.report.points import FtpResults, size_label
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 TIMESEQ_FILE = "timeseq"
 TIMELINE_FILE = "timeline"
+PATHS_FILE = "two_paths"
 PARALLEL_FILE = "parallel_utilization"
 RUN_TABLE = (("connections", "connections"), ("retransmissions", "retransmissions"),
              ("timeouts", "timeouts"))
@@ -102,6 +105,18 @@ def build_figures(generic: ResultSet, log_scale: bool = False,
         out[TIMESEQ_FILE] = figures.time_sequence_figure(
             f"{results.name}: time-sequence of chosen runs (data from the server, client's "
             "cumulative acks)", panels)
+    two_paths = []
+    for run in chosen:
+        saved = results.root / "runs" / run["run_id"] / paths.TRACE_FILE
+        if saved.exists():
+            try:
+                two_paths.append((f"{run['run_id']} ({run['transfer_time_s']:.3g} s)",
+                                  paths.load_trace(saved)))
+            except (OSError, ValueError, KeyError) as error:
+                problems.append(f"paths of {run['run_id']}: {error}")
+    if two_paths:
+        out[PATHS_FILE] = figures.two_paths_figure(
+            f"{results.name}: new data delivered over each path, chosen runs", two_paths)
     return out
 
 

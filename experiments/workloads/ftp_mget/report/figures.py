@@ -196,6 +196,40 @@ def time_sequence_figure(title: str, panels: list[tuple[str, TimeSequence]]) -> 
     return fig
 
 
+def two_paths_figure(title: str, panels: list[tuple[str, dict[str, Any]]]) -> Figure:
+    """Each path's new data delivered over time (paths.TRACE_FILE), one panel per run: where
+    the data went when path 1 failed, how long nothing came, and when path 1 came back."""
+    fig = Figure(figsize=(6.0 * min(2, max(1, len(panels))), 4.0 * math.ceil(len(panels) / 2)),
+                 layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(title)
+    colors = {1: "#1f77b4", 2: "#ff7f0e"}
+    for i, (label, trace) in enumerate(panels):
+        ax = fig.add_subplot(math.ceil(len(panels) / 2), min(2, len(panels)), i + 1)
+        ax.set_title(label, fontsize="medium")
+        ax.set_xlabel("time since the first data (s)")
+        ax.set_ylabel("new data delivered (MB)")
+        for k in (1, 2):
+            new = trace[f"path{k}"]["new"]
+            if new:
+                ax.step([t for t, _ in new], [b / 1e6 for _, b in new], where="post",
+                        color=colors[k], label=f"path {k}")
+            rtx = trace[f"path{k}"]["retransmissions"]
+            if rtx:
+                ax.plot(rtx, [0.0] * len(rtx), linestyle="none", marker="|", markersize=9,
+                        color=colors[k], label=f"retransmissions, path {k}")
+        for key, text in (("failed_s", "path 1 down"), ("restored_s", "path 1 back")):
+            if trace.get(key) is not None:
+                ax.axvline(trace[key], color="#d62728" if key == "failed_s" else "#2ca02c",
+                           linestyle="--", linewidth=1, label=text)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small", loc="upper left")
+        fig.analysis_data.append({"run": label, **{f"path{k}_new": len(trace[f"path{k}"]["new"])
+                                                   for k in (1, 2)},
+                                  "failed_s": trace.get("failed_s")})
+    return fig
+
+
 PHASE_STYLE = (("listing", "#c7c7c7"), ("gap", "#8c564b"), ("retry", "#e377c2"),
                ("request", "#ff7f0e"), ("setup", "#d62728"), ("data", "#1f77b4"),
                ("close", "#9467bd"), ("reply", "#2ca02c"))

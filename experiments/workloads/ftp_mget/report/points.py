@@ -14,12 +14,16 @@ from experiments.workloads.ftp_mget.workload import TCP_VARIANTS, size_label
 VARIANT_ORDER = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "xftp", "tcp-pipelined")
 
 
-def series_label(variant: str, profile: str, stack: str = "", parallel: int = 0) -> str:
+def series_label(variant: str, profile: str, stack: str = "", parallel: int = 0,
+                 sctp_settings: str = "") -> str:
     """TCP variants' runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do
-    not. xftp names its connections per transfer. The stack profile is named where the result
-    set compares stacks (else it is "")."""
+    not, but their SCTP settings where the experiment has an axis of them. xftp names its
+    connections per transfer. The stack profile is named where the result set compares stacks
+    (else it is "")."""
     name = f"{variant} x{parallel}" if parallel else variant
     label = f"{name} ({profile})" if variant in TCP_VARIANTS else name
+    if sctp_settings:
+        label = f"{label} {{{sctp_settings}}}"
     return f"{label} [{stack}]" if stack else label
 
 
@@ -39,10 +43,12 @@ class PointKey:
     profile: str
     stack: str = ""       # the stack profile, where the result set has more than one
     parallel: int = 0     # xftp: data connections per transfer
+    sctp_settings: str = ""   # the SCTP settings' name, where the experiment has an axis
 
     @property
     def series(self) -> str:
-        return series_label(self.variant, self.profile, self.stack, self.parallel)
+        return series_label(self.variant, self.profile, self.stack, self.parallel,
+                            self.sctp_settings)
 
     def label(self) -> str:
         return (f"{self.path}, loss {self.loss:g}, {self.files} x {size_label(self.file_size)}, "
@@ -84,7 +90,8 @@ def _int(value: Any) -> int:
 def key_of(row: dict[str, Any]) -> PointKey:
     return PointKey(str(row["path"]), _float(row["loss"]), _int(row["file_size"]),
                     _int(row["files"]), str(row["variant"]), str(row["profile"]),
-                    str(row.get("stack") or ""), _int(row.get("parallel")))
+                    str(row.get("stack") or ""), _int(row.get("parallel")),
+                    str(row.get("sctp_settings") or ""))
 
 
 class FtpResults:
@@ -142,7 +149,8 @@ class FtpResults:
 
     def series(self) -> list[str]:
         keys = {p.key for p in self.points} | set(self.expected)
-        ranked = sorted(keys, key=lambda k: (k.stack, variant_rank(k.variant), k.profile))
+        ranked = sorted(keys, key=lambda k: (k.stack, variant_rank(k.variant), k.profile,
+                                             k.sctp_settings))
         return list(dict.fromkeys(k.series for k in ranked))
 
     def point(self, key: PointKey) -> Point | None:
