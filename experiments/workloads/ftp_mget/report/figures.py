@@ -159,17 +159,26 @@ def counters_figure(results: FtpResults, path: str) -> Figure:
     return fig
 
 
+def _runs_grid(title: str, labels: list[str], panel_height: float) -> tuple[Figure, list[Any]]:
+    """A figure of one panel per chosen run, two abreast, each titled with its run."""
+    columns, rows = min(2, max(1, len(labels))), math.ceil(len(labels) / 2)
+    fig = Figure(figsize=(6.0 * columns, panel_height * rows), layout="constrained")
+    fig.analysis_data = []
+    fig.suptitle(title)
+    axes = []
+    for i, label in enumerate(labels):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        ax.set_title(label, fontsize="medium")
+        axes.append(ax)
+    return fig, axes
+
+
 def time_sequence_figure(title: str, panels: list[tuple[str, TimeSequence]]) -> Figure:
     """Data sent by the server and the client's cumulative acks over time, one panel per run;
     SCTP data coloured per stream (0: control, 1: data), retransmissions marked."""
-    fig = Figure(figsize=(6.0 * min(2, max(1, len(panels))), 4.2 * math.ceil(len(panels) / 2)),
-                 layout="constrained")
-    fig.analysis_data = []
-    fig.suptitle(title)
+    fig, axes = _runs_grid(title, [label for label, _ in panels], 4.2)
     stream_colors = {0: "#ff7f0e", 1: "#1f77b4"}
-    for i, (label, seq) in enumerate(panels):
-        ax = fig.add_subplot(math.ceil(len(panels) / 2), min(2, len(panels)), i + 1)
-        ax.set_title(label, fontsize="medium")
+    for ax, (label, seq) in zip(axes, panels, strict=True):
         ax.set_xlabel("time since capture start (s)")
         ax.set_ylabel(seq.unit)
         names = ({0: "control connection", 1: "data connections"} if seq.transport == "tcp"
@@ -199,14 +208,9 @@ def time_sequence_figure(title: str, panels: list[tuple[str, TimeSequence]]) -> 
 def two_paths_figure(title: str, panels: list[tuple[str, dict[str, Any]]]) -> Figure:
     """Each path's new data delivered over time (paths.TRACE_FILE), one panel per run: where
     the data went when path 1 failed, how long nothing came, and when path 1 came back."""
-    fig = Figure(figsize=(6.0 * min(2, max(1, len(panels))), 4.0 * math.ceil(len(panels) / 2)),
-                 layout="constrained")
-    fig.analysis_data = []
-    fig.suptitle(title)
+    fig, axes = _runs_grid(title, [label for label, _ in panels], 4.0)
     colors = {1: "#1f77b4", 2: "#ff7f0e"}
-    for i, (label, trace) in enumerate(panels):
-        ax = fig.add_subplot(math.ceil(len(panels) / 2), min(2, len(panels)), i + 1)
-        ax.set_title(label, fontsize="medium")
+    for ax, (label, trace) in zip(axes, panels, strict=True):
         ax.set_xlabel("time since the first data (s)")
         ax.set_ylabel("new data delivered (MB)")
         for k in (1, 2):

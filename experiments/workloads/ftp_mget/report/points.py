@@ -87,11 +87,18 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and math.isfinite(value) else 0
 
 
+def _text(value: Any) -> str:
+    """A text cell: empty (None, or read from a CSV as NaN) is ""."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
 def key_of(row: dict[str, Any]) -> PointKey:
     return PointKey(str(row["path"]), _float(row["loss"]), _int(row["file_size"]),
                     _int(row["files"]), str(row["variant"]), str(row["profile"]),
                     str(row.get("stack") or ""), _int(row.get("parallel")),
-                    str(row.get("sctp_settings") or ""))
+                    _text(row.get("sctp_settings")))
 
 
 class FtpResults:
