@@ -24,7 +24,11 @@ came back (if it did):
 
 and, with or without a failure, the moves of new data from path 1 to path 2: every one
 (`switches_to_path2`), and those made while path 1 was up (`spurious_switches`: before the
-failure or after its return), and the share of new data bytes that came over path 2."""
+failure or after its return), and the share of new data bytes that came over path 2. "New"
+is the client's view: data it had not received before. A chunk whose first copy was lost
+before it reached the client (a router's queue, the link's loss) and whose retransmission came
+over path 2 is new there too, so on a lossy path 1 a retransmission over path 2 is a move;
+the share of bytes tells the few such chunks from new data sent over path 2."""
 from __future__ import annotations
 
 import json
