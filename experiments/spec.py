@@ -277,11 +277,13 @@ class Reader:
             self.choice("matrix.tcp_profiles", value, TCP_PROFILES, "profile")
         return tuple(values)
 
-    def sctp(self, knobs: dict[str, int]) -> dict[str, int]:
+    def sctp(self, knobs: dict[str, int], where: str = "sctp") -> dict[str, int]:
+        """SCTP knobs (their keys and types already checked) within their ranges; `where`:
+        the table they stand in."""
         for knob, value in knobs.items():
             low, high = SCTP_KNOBS[knob]["range"]
             if not low <= value <= high:
-                raise self.fail(f"sctp.{knob}", f"{value} is out of range ({low} to {high})")
+                raise self.fail(f"{where}.{knob}", f"{value} is out of range ({low} to {high})")
         return dict(knobs)
 
     def repetitions(self, table: dict[str, Any], workload: Workload) -> Repetitions:

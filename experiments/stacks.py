@@ -45,9 +45,10 @@ SCTP_KNOBS: dict[str, dict] = {
     "rto_max_ms": {"sysctl": "net.sctp.rto_max", "range": (1, 600_000)},
     "delayed_sack_ms": {"sysctl": "net.sctp.sack_timeout", "range": (1, 500)},
     "max_burst": {"sysctl": "net.sctp.max_burst", "range": (0, 1000)},
-    # path failure and failover (RFC 4960 8.2, RFC 7829's potentially-failed state). Linux 6.1
-    # refuses a Path.Max.Retrans of 0 (net/sctp/sysctl.c: path_max_retrans, extra1 =
-    # SYSCTL_ONE), and pf_retrans may not exceed ps_retrans (0xffff unless set)
+    # path failure and failover (RFC 4960 8.2, RFC 7829's potentially-failed state). The
+    # ranges are Linux's (linux-source-6.1 6.1.192-3, net/sctp/sysctl.c): it refuses a
+    # Path.Max.Retrans of 0 (path_max_retrans: extra1 = SYSCTL_ONE), and pf_retrans may not
+    # exceed ps_retrans (0xffff unless set)
     "path_max_retrans": {"sysctl": "net.sctp.path_max_retrans", "range": (1, 100)},
     "pf_enable": {"sysctl": "net.sctp.pf_enable", "range": (0, 1)},
     "pf_retrans": {"sysctl": "net.sctp.pf_retrans", "range": (0, 100)},
@@ -55,10 +56,15 @@ SCTP_KNOBS: dict[str, dict] = {
     "association_max_retrans": {"sysctl": "net.sctp.association_max_retrans",
                                 "range": (1, 100)},
 }
-# The failover knobs at Linux 6.1's own values (net/sctp/protocol.c, sctp_defaults_init;
-# Documentation/networking/ip-sysctl.rst), set on every run: a point of an experiment may set
+# The failover knobs at Linux's own values, set on every run: a point of an experiment may set
 # them (ftp-mget's [[matrix.sctp_settings]]), and a kernel runs the points one after another,
-# so a value one point set would otherwise stay for the next.
+# so a value one point set would otherwise stay for the next. From linux-source-6.1 6.1.192-3,
+# net/sctp/protocol.c, sctp_defaults_init: max_retrans_path 5, max_retrans_association 10,
+# hb_interval SCTP_DEFAULT_TIMEOUT_HEARTBEAT (include/net/sctp/constants.h: 30*1000 ms),
+# pf_enable 1, pf_retrans not set (0); Documentation/networking/ip-sysctl.rst says the same.
+# These are today's values on every stack, `published` included: the studies' KAME SCTP
+# followed RFC 2960, which has no potentially-failed state, and a stack of theirs that turns
+# it off belongs to the era stacks; an experiment sets pf_enable = 0 itself until then.
 SCTP_PATH_DEFAULTS = {"net.sctp.path_max_retrans": "5", "net.sctp.pf_enable": "1",
                       "net.sctp.pf_retrans": "0", "net.sctp.hb_interval": "30000",
                       "net.sctp.association_max_retrans": "10"}

@@ -118,6 +118,10 @@ class Point:
     def get(self, column: str) -> Any:
         return dict(self.columns)[column]
 
+    def sctp_over(self, knobs: dict[str, int]) -> dict[str, int]:
+        """The SCTP knobs its runs get: the experiment's `knobs`, this point's own over them."""
+        return {**knobs, **dict(self.sctp_knobs)}
+
 
 class Workload(Protocol):
     kind: str

@@ -26,6 +26,7 @@ from experiments.inkernel.run_capture import CaptureSettings, RunCapture
 
 from .. import procedure
 from ..procedure import RunFailure
+from . import dataset
 from .base import capture_immediate
 
 if TYPE_CHECKING:
@@ -166,6 +167,16 @@ def _merge(parts: list[Path], into: Path, record: dict[str, Any]) -> None:
         return
     for part in parts:
         part.unlink()
+
+
+def require_intact(download: Path, expected: dict[str, str], what: str,
+                   mark: Callable[[str], None]) -> None:
+    """Every file of the data set downloaded with its SHA-256, or the run fails (`what`: the
+    files' name in its reason)."""
+    problems = dataset.verify_download(download, expected)
+    if problems:
+        raise RunFailure(f"downloaded {what} do not match: " + "; ".join(problems[:5]))
+    mark("verify")
 
 
 def run_client(net: Topology, argv: Sequence[str], run_dir: Path, timeout_s: float,

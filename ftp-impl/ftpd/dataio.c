@@ -155,7 +155,7 @@ static int accept_pasv(struct session *s, struct xp_conn *data) {
     log_line("FAIL passive accept: %s", strerror(errno));
     return -1;
   }
-  if (!addr_same_host(&peer, &s->peer) && !xp_peer_has(data, &s->peer)) {
+  if (!xp_peer_has(data, &s->peer)) {
     (void)addr_to_str(&peer, who, sizeof who);
     log_line("REFUSED data connection from %s (not the control peer)", who);
     xp_abort(data);

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
+from experiments.networks import NAME
 from experiments.procedure import RunFailure
 from experiments.stacks import (
     DEFAULT_STACK,
@@ -43,7 +44,7 @@ from experiments.stacks import (
 from experiments.tshark import Host
 from experiments.workloads import dataset
 from experiments.workloads.base import Metric, Point, WorkloadError, read_events, require_programs
-from experiments.workloads.client_server import run_client, server_and_capture
+from experiments.workloads.client_server import require_intact, run_client, server_and_capture
 from experiments.workloads.ftp_mget import paths as path_columns
 from experiments.workloads.ftp_mget.measure import WHOLE_IN_A_CAPTURE_OF_HEADERS
 from topology.net import topology_class
@@ -285,18 +286,10 @@ class FtpMget:
                 raise reader.fail(at, "must be a table: a name and SCTP knobs")
             reader.check_keys(entry, {"name": str, **{k: int for k in SCTP_KNOBS}}, at)
             name = reader.required(entry, "name", at)
-            if not re.fullmatch(r"[a-z0-9-]+", name):
+            if not NAME.fullmatch(name):
                 raise reader.fail(f"{at}.name", "lower-case letters, digits and - only")
-            knobs = []
-            for knob, value in entry.items():
-                if knob == "name":
-                    continue
-                low, high = SCTP_KNOBS[knob]["range"]
-                if not low <= value <= high:
-                    raise reader.fail(f"{at}.{knob}", f"{value} is out of range ({low} to "
-                                                      f"{high})")
-                knobs.append((knob, value))
-            out.append((name, tuple(knobs)))
+            knobs = reader.sctp({k: v for k, v in entry.items() if k != "name"}, at)
+            out.append((name, tuple(knobs.items())))
         if len({name for name, _ in out}) != len(out):
             raise reader.fail(where, "names must be unique")
         return tuple(out)
@@ -408,8 +401,9 @@ class FtpMget:
         data = prepared["data"][point.get("file_size")]
         stack = STACKS[point.stack]
         transport = transport_of(point.get("variant"))
-        limits = open_limits(transport, sysctls_for(point.profile, {
-            **experiment.sctp, **dict(point.sctp_knobs)}, point.stack), stack.tcp_initial_rto_ms)
+        limits = open_limits(transport, sysctls_for(point.profile,
+                                                    point.sctp_over(experiment.sctp),
+                                                    point.stack), stack.tcp_initial_rto_ms)
         return {"variant": point.get("variant"), "parallel": point.get("parallel"),
                 "open_limits": limits.record(),
                 "multihoming": multihoming(experiment.network.kind, transport),
@@ -466,11 +460,7 @@ class FtpMget:
                     bind=homes["bind"], options=[*client_options, *homes["client"]],
                     open_timeout_s=limits.get("ftpc_open_timeout_s"))),
                     run_dir, timeout_s, record, mark)
-                problems = dataset.verify_download(download, order["expected"])
-                if problems:
-                    raise RunFailure("downloaded files do not match: "
-                                     + "; ".join(problems[:5]))
-                mark("verify")
+                require_intact(download, order["expected"], "files", mark)
         finally:
             shutil.rmtree(download, ignore_errors=True)
 
@@ -535,19 +525,23 @@ def primary_changes(record: dict[str, Any]) -> tuple[float | None, float | None]
     return failed, restored
 
 
+def read_two_paths(pcap: Path, variant: str) -> path_columns.PathReading:
+    """The server's data in a dualpath run's pcap, each piece with its path."""
+    from topology.net.dualpath import DualPath, path_of
+
+    return path_columns.read(pcap, transport_of(variant),
+                             frozenset((DualPath.server_ip, *DualPath.server_also)), path_of)
+
+
 def over_two_paths(run_dir: Path, capture: Path | None, variant: str,
                    record: dict[str, Any], wait_s: float) -> dict[str, Any]:
     """A dualpath run's columns of paths.py, and how long after path 1 failed the client gave
     up (its `error` event, in the same monotonic clock as the schedule's start)."""
-    from topology.net.dualpath import DualPath, path_of
-
     row: dict[str, Any] = {}
     failed, restored = primary_changes(record)
     if capture is not None:
-        reading = path_columns.read(capture, transport_of(variant),
-                                    frozenset((DualPath.server_ip, *DualPath.server_also)),
-                                    path_of)
-        row.update(path_columns.summary(reading, failed, restored, wait_s))
+        row.update(path_columns.summary(read_two_paths(capture, variant), failed, restored,
+                                        wait_s))
     schedule = record.get("schedule") or {}
     gave_up = next((e["t"] for e in client_events(run_dir) if e.get("event") == "error"), None)
     if failed is not None and gave_up is not None and "start_monotonic" in schedule:
@@ -558,11 +552,8 @@ def over_two_paths(run_dir: Path, capture: Path | None, variant: str,
 
 def _save_paths_trace(pcap: Path, variant: str, record: dict[str, Any], run_dir: Path) -> None:
     """A two-path run's delivery per path (paths.TRACE_FILE), for the report."""
-    from topology.net.dualpath import DualPath, path_of
-
-    reading = path_columns.read(pcap, transport_of(variant),
-                                frozenset((DualPath.server_ip, *DualPath.server_also)), path_of)
-    path_columns.save_trace(reading, *primary_changes(record), run_dir / path_columns.TRACE_FILE)
+    path_columns.save_trace(read_two_paths(pcap, variant), *primary_changes(record),
+                            run_dir / path_columns.TRACE_FILE)
 
 
 def _current(saved: Path, pcap: Path, load: Callable[[Path], Any]) -> bool:

@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
-from experiments.procedure import RunFailure
 from experiments.stacks import SCTP_PROFILE
 from experiments.workloads import dataset
 from experiments.workloads.base import Metric, Point, WorkloadError, read_events, require_programs
-from experiments.workloads.client_server import run_client, server_and_capture
+from experiments.workloads.client_server import require_intact, run_client, server_and_capture
 from experiments.workloads.ftp_mget.workload import parse_size, size_label
 from topology.net.path import CLIENT_IP, SERVER_IP
 
@@ -219,11 +218,7 @@ class HttpPage:
                     order["httpc"], order["transport"], SERVER_IP, str(download), timeout_s,
                     order["paths"], options=["--streams", str(order["streams"])]),
                     run_dir, timeout_s, record, mark)
-                problems = dataset.verify_download(download, order["expected"])
-                if problems:
-                    raise RunFailure("downloaded objects do not match: "
-                                     + "; ".join(problems[:5]))
-                mark("verify")
+                require_intact(download, order["expected"], "objects", mark)
         finally:
             shutil.rmtree(download, ignore_errors=True)
 
