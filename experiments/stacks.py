@@ -9,7 +9,7 @@ value applied is recorded with the run."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 TCP_PROFILES: dict[str, dict[str, str]] = {
     # As the studies ran: New-Reno congestion control, no SACK.
@@ -62,17 +62,30 @@ SCTP_KNOBS: dict[str, dict] = {
 # net/sctp/protocol.c, sctp_defaults_init: max_retrans_path 5, max_retrans_association 10,
 # hb_interval SCTP_DEFAULT_TIMEOUT_HEARTBEAT (include/net/sctp/constants.h: 30*1000 ms),
 # pf_enable 1, pf_retrans not set (0); Documentation/networking/ip-sysctl.rst says the same.
-# These are today's values on every stack, `published` included: the studies' KAME SCTP
-# followed RFC 2960, which has no potentially-failed state, and a stack of theirs that turns
-# it off belongs to the era stacks; an experiment sets pf_enable = 0 itself until then.
+# These are today's values on every stack, `published` included, except pf_enable, which a
+# stack sets itself: the studies' KAME SCTP followed RFC 2960, which has no potentially-failed
+# state, and `freebsd-4.6` turns it off.
 SCTP_PATH_DEFAULTS = {"net.sctp.path_max_retrans": "5", "net.sctp.pf_enable": "1",
                       "net.sctp.pf_retrans": "0", "net.sctp.hb_interval": "30000",
                       "net.sctp.association_max_retrans": "10"}
 
 
+# The switches of the project's kernel (topology/kernel/timetravel/patches/
+# 0003-era-switches.patch), at Linux's own values: what Linux 6.1 does and the studies' stacks
+# did not, which no stock sysctl turns off. A kernel without the patch behaves as these values
+# say, so a run sets them where the kernel has them (every run: a stack that turned one off
+# would leave it off for the next), and a stack that needs another value refuses a kernel
+# without them (refusal_without_switches).
+KERNEL_SWITCHES = {"net.ipv4.tcp_limited_transmit": "1", "net.ipv4.tcp_prr": "1",
+                   "net.ipv4.tcp_abc": "1", "net.sctp.fast_rtx_threshold": "3",
+                   "net.sctp.max_burst_clamps_cwnd": "0"}
+# The backends that boot the project's build of the kernel, which has them.
+BACKENDS_WITH_SWITCHES = ("uml-virtual", "uml-built")
+
+
 def sysctls_for(profile: str, sctp_knobs: dict[str, int], stack: str) -> dict[str, str]:
-    """The run's sysctls: the stack's SCTP timers, then the TCP profile, then the experiment's
-    own SCTP knobs, which win."""
+    """The run's sysctls: the stack's timers and switches, then the TCP profile, then the
+    experiment's own SCTP knobs, which win."""
     values = dict(COMMON_SYSCTLS)
     values.update(SCTP_PATH_DEFAULTS)
     values.update(STACKS[stack].sysctls())
@@ -129,6 +142,16 @@ class Stack:
     tcp_syn_retries: int = LINUX_TCP_SYN_RETRIES
     tcp_synack_retries: int = LINUX_TCP_SYNACK_RETRIES
     sctp_max_init_retransmits: int = LINUX_SCTP_MAX_INIT_RETRANSMITS
+    # Linux 6.1's own values (include/net/tcp.h TCP_INIT_CWND; net/ipv4/tcp_ipv4.c,
+    # tcp_sk_init: tcp_frto 2, tcp_early_retrans 3, tcp_recovery TCP_RACK_LOSS_DETECTION;
+    # net/sctp/protocol.c: pf_enable 1)
+    tcp_initcwnd: int = 10             # segments; applied per route where it is not 10
+    tcp_frto: int = 2                  # F-RTO (RFC 5682)
+    tcp_early_retrans: int = 3         # tail loss probes
+    tcp_recovery: int = 1              # RACK loss detection
+    sctp_pf_enable: int = 1            # RFC 7829's potentially-failed state
+    switches: dict[str, str] = field(default_factory=dict)   # KERNEL_SWITCHES it changes
+    not_applied: tuple[str, ...] = ()  # how the era's stack differs still, named
 
     def buffers(self, transport: str) -> Buffers:
         return self.tcp if transport == "tcp" else self.sctp
@@ -138,19 +161,34 @@ class Stack:
         return {"net.sctp.rto_min": str(low), "net.sctp.rto_initial": str(initial),
                 "net.sctp.rto_max": str(high),
                 "net.sctp.max_init_retransmits": str(self.sctp_max_init_retransmits),
+                "net.sctp.pf_enable": str(self.sctp_pf_enable),
                 "net.ipv4.tcp_syn_retries": str(self.tcp_syn_retries),
-                "net.ipv4.tcp_synack_retries": str(self.tcp_synack_retries)}
+                "net.ipv4.tcp_synack_retries": str(self.tcp_synack_retries),
+                "net.ipv4.tcp_frto": str(self.tcp_frto),
+                "net.ipv4.tcp_early_retrans": str(self.tcp_early_retrans),
+                "net.ipv4.tcp_recovery": str(self.tcp_recovery),
+                **KERNEL_SWITCHES, **self.switches}
+
+    def route_metrics(self) -> dict[str, int]:
+        """What the end hosts' routes carry for TCP: the initial window, and an RTO floor
+        (locked, as Linux reads it from a route only so); empty when both are Linux's own."""
+        if self.tcp_initcwnd == 10 and self.tcp_rto_min_ms == 200:
+            return {}
+        return {"initcwnd": self.tcp_initcwnd, "rto_min_ms": self.tcp_rto_min_ms}
 
     def record(self) -> dict[str, object]:
         return {"description": self.description,
                 "tcp": {"sndbuf": self.tcp.sndbuf, "rcvbuf": self.tcp.rcvbuf,
                         "initial_rto_ms": self.tcp_initial_rto_ms,
-                        "rto_min_ms": self.tcp_rto_min_ms},
+                        "rto_min_ms": self.tcp_rto_min_ms, "initcwnd": self.tcp_initcwnd,
+                        "frto": self.tcp_frto, "early_retrans": self.tcp_early_retrans,
+                        "recovery": self.tcp_recovery},
                 "sctp": {"sndbuf": self.sctp.sndbuf, "rcvbuf": self.sctp.rcvbuf,
                          "rto_min_ms": self.sctp_rto_ms[0],
                          "rto_initial_ms": self.sctp_rto_ms[1],
-                         "rto_max_ms": self.sctp_rto_ms[2]},
-                "sources": list(self.sources)}
+                         "rto_max_ms": self.sctp_rto_ms[2], "pf_enable": self.sctp_pf_enable},
+                "kernel_switches": {**KERNEL_SWITCHES, **self.switches},
+                "sources": list(self.sources), "not_applied": list(self.not_applied)}
 
 
 RFC2960_SCTP_RTO_MS = (1000, 3000, 60_000)   # RTO.Min, RTO.Initial, RTO.Max (RFC 2960 14)
@@ -190,8 +228,68 @@ STACKS: dict[str, Stack] = {
         sctp_rto_ms=RFC2960_SCTP_RTO_MS,
         sources=("Documentation/networking/ip-sysctl.rst (tcp_rmem, tcp_wmem, rto_min, "
                  "rto_initial, rto_max)", "include/net/tcp.h: TCP_TIMEOUT_INIT, TCP_RTO_MIN")),
+    # The FTP studies' hosts (E1, E2) as far as Linux and the project's kernel can make them:
+    # FreeBSD 4.6-RELEASE's TCP and KAME's SCTP, from the era's sources. Needs the switches.
+    "freebsd-4.6": Stack(
+        "freebsd-4.6",
+        "FreeBSD 4.6-RELEASE TCP and KAME SCTP (the E1 and E2 hosts): TCP's 32 KB send and "
+        "56 KB receive buffers, a 1-segment initial window, a 3 s initial RTO and a 1 s floor, "
+        "New-Reno recovery without PRR, limited transmit or byte counting, no F-RTO; SCTP "
+        "with RFC 2960's timers, 4 missing reports for a fast retransmit, Max.Burst lowering "
+        "cwnd for good, no potentially-failed state",
+        tcp=Buffers(sndbuf=32_768, rcvbuf=57_344),
+        sctp=Buffers(sndbuf=LINUX_RMEM_MAX, rcvbuf=LINUX_RMEM_MAX),
+        tcp_initial_rto_ms=3000, tcp_rto_min_ms=1000,
+        sctp_rto_ms=RFC2960_SCTP_RTO_MS,
+        tcp_initcwnd=1, tcp_frto=0, tcp_early_retrans=0, tcp_recovery=0, sctp_pf_enable=0,
+        switches={"net.ipv4.tcp_limited_transmit": "0", "net.ipv4.tcp_prr": "0",
+                  "net.ipv4.tcp_abc": "0", "net.sctp.fast_rtx_threshold": "4",
+                  "net.sctp.max_burst_clamps_cwnd": "1"},
+        sources=(
+            "The Netsem TCP specification's host parameters, taken from FreeBSD 4.6-RELEASE "
+            "(rems-project/netsem, specification/TCP1_paramsScript.sml rev. 1.2): TCP "
+            "SO_SNDBUF 32*1024 and SO_RCVBUF 57344 (from code); tcp_timer.h TCPTV_RTOBASE 3 s "
+            "(initial RTO), TCPTV_MIN 1 s (RTO floor), TCPTV_DELACK 100 ms; tcp_output.c "
+            "ss_fltsz 1 (net.inet.tcp.slowstart_flightsize; 4 only for a peer on a local "
+            "network, and the testbed's peers are behind a router); tcp_do_newreno on",
+            "E1 study 5.2.1: FreeBSD's New-Reno lacked limited transmit (RFC 3042), "
+            "appropriate byte counting (RFC 3465) and SACK: tcp_limited_transmit 0, tcp_abc 0, "
+            "SACK off with the tcp-newreno profile",
+            "Later than the stack: F-RTO (RFC 4138, 2005), PRR (RFC 6937, 2013), tail loss "
+            "probes and RACK (RFC 8985): tcp_frto 0, tcp_prr 0 (RFC 6582 recovery), "
+            "tcp_early_retrans 0, tcp_recovery 0",
+            "RFC 2960 7.2.4: a fast retransmit after 3 further miss indications, 4 reports in "
+            "all, as the E1 and E4 studies state of KAME: fast_rtx_threshold 4",
+            "RFC 2960 6.1 rule D, as the E1 study (4.2) states KAME applied it: Max.Burst "
+            "lowers cwnd to flightsize + 4 MTU for good: max_burst_clamps_cwnd 1",
+            "RFC 2960 has no potentially-failed state (RFC 7829, 2016): pf_enable 0; its "
+            "section 14: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s",
+            "KAME sys/netinet/sctp_usrreq.c (rev. 1.50): SCTP buffers of about 228 KB",
+        ),
+        not_applied=(
+            "TCP's delayed ack: FreeBSD's is a fixed 100 ms timer (TCPTV_DELACK), Linux's "
+            "adapts between 40 and 200 ms",
+            "TCP's RTO floor: FreeBSD bounds the RTO itself (TCPT_RANGESET with t_rttmin), "
+            "Linux adds its floor to the smoothed RTT (RTO >= srtt + rto_min)",
+            "SCTP's buffers: 208 KB (Linux's ceiling for an unprivileged request) against "
+            "KAME's 228 KB",
+            "the handshakes' retry schedules: Linux's (tcp_syn_retries, max_init_retransmits)",
+        )),
 }
 DEFAULT_STACK = "linux"
+
+
+def refusal_without_switches(stack: str, backend: str) -> str | None:
+    """Why `backend` cannot run `stack`, when the stack needs switches of the project's
+    kernel that this backend's kernel lacks; None when it can."""
+    needed = STACKS[stack].switches
+    if not needed or backend in BACKENDS_WITH_SWITCHES:
+        return None
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(needed.items()))
+    return (f"stack {stack} needs switches that only the project's kernel build has "
+            f"({settings}; topology/kernel/timetravel/patches/0003-era-switches.patch), and "
+            f"backend {backend} boots another kernel: run with KERNEL=uml-built (real time) "
+            "or KERNEL=uml-virtual (virtual time)")
 
 
 # -- how long a data connection may take to open ---------------------------------------------------

@@ -27,6 +27,7 @@ from experiments import workloads
 from experiments.diskspace import FULL, refuses_a_write
 from experiments.inkernel import sharing
 from experiments.procedure import RunFailure
+from experiments.stacks import KERNEL_SWITCHES
 from topology.fidelity import probes
 from topology.kernel import metadata
 from topology.net import build, fades
@@ -106,12 +107,39 @@ def apply_sysctls(node: Any, values: dict[str, str]) -> None:
     does, without starting sysctl: a program start costs about 30 ms inside the kernel, on
     every node of every run. The TCP metrics cache needs no flush: every run's sysctls keep it
     empty (profiles.COMMON_SYSCTLS), and `cached_tcp_metrics` checks that once per topology."""
-    writes = "".join(f"echo {shlex.quote(v)} > /proc/sys/{k.replace('.', '/')} || s=1; "
-                     for k, v in sorted(values.items()))
+    writes = "".join(_write(k, v) for k, v in sorted(values.items()))
     out = node.cmd(f"{{ s=0; {writes}echo __status=$s; }} 2>&1")
     if "__status=0" not in out:
         settings = " ".join(f"{k}={v}" for k, v in sorted(values.items()))
         raise RunFailure(f"{node.name}: cannot apply sysctls {settings}: {out.strip()}")
+
+
+def _write(name: str, value: str) -> str:
+    """One sysctl's write. A switch of the project's kernel at Linux's own value is written
+    only where the kernel has it: another kernel behaves so already."""
+    path = shlex.quote(f"/proc/sys/{name.replace('.', '/')}")
+    write = f"echo {shlex.quote(value)} > {path} || s=1; "
+    if KERNEL_SWITCHES.get(name) == value:
+        return f"[ ! -e {path} ] || {write}"
+    return write
+
+
+def apply_route_metrics(node: Any, metrics: dict[str, int]) -> None:
+    """Every IPv4 route of the node again, with the stack's TCP initial window and RTO floor
+    (or none), when they differ from what the node's routes carry now: a later run of
+    another stack must not inherit them."""
+    if getattr(node, "tcp_route_metrics", {}) == metrics:
+        return
+    extra = (f" initcwnd {metrics['initcwnd']} rto_min lock {metrics['rto_min_ms']}ms"
+             if metrics else "")
+    script = ("s=0; ip -4 route show | while read -r route; do "
+              "route=$(printf '%s' \"$route\" | sed -E 's/ (initcwnd|rto_min)( lock)? [^ ]+//g'); "
+              f"ip route replace $route{extra} || exit 1; done || s=1; echo __status=$s")
+    out = node.cmd(f"{{ {script}; }} 2>&1")
+    if "__status=0" not in out:
+        raise RunFailure(f"{node.name}: cannot set the routes' TCP metrics {metrics}: "
+                         f"{out.strip()}")
+    node.tcp_route_metrics = dict(metrics)
 
 
 def shapes(links: dict[str, dict[str, Any]]) -> dict[str, LinkShape]:
@@ -142,6 +170,7 @@ def execute(net: Topology, run: dict[str, Any], marks: Marks | None = None,
         net.set_links(shapes(run["links"]))
         for host in net.end_hosts():
             apply_sysctls(net.node(host), run["sysctls"])
+            apply_route_metrics(net.node(host), run.get("route_metrics", {}))
         before = net.queue_counters()
         mark("links_and_sysctls")
         changes = link_changes(run)

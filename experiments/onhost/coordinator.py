@@ -28,7 +28,7 @@ from experiments.onhost.ledger import Ledger, LedgerBusy
 from experiments.onhost.progress import Progress
 from experiments.onhost.wall_profile import KERNELS_STOP
 from experiments.spec import Experiment
-from experiments.stacks import sysctls_for
+from experiments.stacks import STACKS, refusal_without_switches, sysctls_for
 from experiments.workloads.base import Point, WorkloadError
 from topology.kernel import metadata, open_backend
 from topology.kernel.uml import stop_all
@@ -129,6 +129,7 @@ class Harness:
             print(f"warning: {line}", flush=True)
         self.ledger.prepare()
         self.refuse_mixed_kernels(self.intended_kernel())
+        self.refuse_stacks_without_switches(self.intended_kernel()[0])
         self.testbed()  # once, before the batches' threads ask for it
         self.prepared = self.workload.prepare(self.experiment, self.ledger.data)
         round_number = 0
@@ -198,6 +199,7 @@ class Harness:
             "fades": network.fades(network.entry(point.network), point.loss, run_id),
             "sysctls": sysctls_for(point.profile, point.sctp_over(self.experiment.sctp),
                                    point.stack),
+            "route_metrics": STACKS[point.stack].route_metrics(),
             "workload_kind": self.experiment.workload,
             "workload": self.workload.order(self.experiment, point, self.prepared),
             "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,
@@ -241,6 +243,12 @@ class Harness:
                 f"{self.ledger.root} holds runs made on {described[0]}; this run would use "
                 f"{intended[0]}, clock {intended[1]}. Resume with the same KERNEL (and "
                 "TESTBED_TIME_TRAVEL), or run into another --results folder")
+
+    def refuse_stacks_without_switches(self, backend: str) -> None:
+        for stack in sorted({point.stack for point in self.points.values()}):
+            refusal = refusal_without_switches(stack, backend)
+            if refusal:
+                raise HarnessError(f"{self.experiment.name}: {refusal}")
 
     # -- execution --------------------------------------------------------------------------
     def batches(self, orders: list[dict[str, Any]], count: int) -> list[list[dict[str, Any]]]:

@@ -1,0 +1,194 @@
+"""Runs inside the project's kernel: one transfer per setting of each era switch
+(topology/kernel/timetravel/patches/0003-era-switches.patch), captured at the sender, for
+tests/core/test_era_switches.py to judge from the pcaps.
+
+    python3 tests/core/inside_era_switches.py OUT_DIR
+
+Each case gets two fresh namespaces joined by a veth pair: the sender's, where the switch is
+set, and the receiver's, whose egress delays the acks by RTT_MS and whose ingress drops every
+DROP_EVERY-th packet of the transfer (gact's deterministic mode): a loss the sender cannot
+see locally, at a place that does not depend on timing. Then the era stack's route metrics
+(initial window, RTO floor) put on the sender's routes and taken off again, as runs of two
+stacks meet them, with a transfer each. OUT_DIR gets <case>.pcap and cases.json (each case's
+settings as read back from /proc/sys, the routes, and the bytes received)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from topology.net.base import OFFLOADS_OFF
+
+PYTHON = "/usr/bin/python3"
+SENDER_IP, RECEIVER_IP, PORT = "10.9.1.1", "10.9.1.2", 5001
+RTT_MS = 50
+TCP_BASE = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
+            "net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_frto": "0",
+            "net.ipv4.tcp_wmem": "4096 1048576 4194304"}
+# the receiver's window never limits the sender: what the tests see is cwnd alone
+RECEIVER = {"net.ipv4.tcp_rmem": "4096 1048576 4194304"}
+SEGMENTS = 1448
+
+# case: (transport, sender sysctls, drop every Nth packet or 0, what the sender sends)
+CASES: dict[str, tuple[str, dict[str, str], int, str]] = {
+    "lt-on": ("tcp", {"net.ipv4.tcp_limited_transmit": "1"}, 100, "bulk:380000"),
+    "lt-off": ("tcp", {"net.ipv4.tcp_limited_transmit": "0"}, 100, "bulk:380000"),
+    "prr-on": ("tcp", {"net.ipv4.tcp_prr": "1"}, 100, "bulk:380000"),
+    "prr-off": ("tcp", {"net.ipv4.tcp_prr": "0"}, 100, "bulk:380000"),
+    "abc-on": ("tcp", {"net.ipv4.tcp_abc": "1"}, 0, "bulk:1500000"),
+    "abc-off": ("tcp", {"net.ipv4.tcp_abc": "0"}, 0, "bulk:1500000"),
+    "frtx-3": ("sctp", {"net.sctp.fast_rtx_threshold": "3"}, 100, "chunks:300"),
+    "frtx-4": ("sctp", {"net.sctp.fast_rtx_threshold": "4"}, 100, "chunks:300"),
+    "burst-restore": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "0"}, 0, "bursts:300,100,100"),
+    "burst-clamp": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "1"}, 0, "bursts:300,100,100"),
+}
+CHUNK = 1400          # one SCTP message, one DATA chunk, one packet
+PAUSE_S = 0.3         # between bursts: every chunk acknowledged, well under the RTO
+
+RECEIVE = ("import socket, sys\n"
+           "kind = socket.IPPROTO_SCTP if sys.argv[1] == 'sctp' else 0\n"
+           "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, kind)\n"
+           "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+           "s.bind((sys.argv[2], int(sys.argv[3]))); s.listen(1)\n"
+           "print('ready', flush=True)\n"
+           "c, _ = s.accept(); total = 0\n"
+           "while True:\n"
+           "    data = c.recv(65536)\n"
+           "    if not data: break\n"
+           "    total += len(data)\n"
+           "print(total, flush=True)\n")
+SEND = ("import socket, sys, time\n"
+        "kind = socket.IPPROTO_SCTP if sys.argv[1] == 'sctp' else 0\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, kind)\n"
+        "s.connect((sys.argv[2], int(sys.argv[3])))\n"
+        "shape, _, counts = sys.argv[4].partition(':')\n"
+        f"chunk = b'x' * {CHUNK}\n"
+        "if shape == 'bulk':\n"
+        "    s.sendall(b'x' * int(counts))\n"
+        "else:\n"
+        "    for i, count in enumerate(int(n) for n in counts.split(',')):\n"
+        f"        if i: time.sleep({PAUSE_S})\n"
+        "        for _ in range(count): s.sendall(chunk)\n"
+        "s.close()\n")
+
+
+def sh(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+def set_sysctls(ns: str, values: dict[str, str]) -> dict[str, str]:
+    for name, value in values.items():
+        sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{name}={value}")
+    return {name: sh("ip", "netns", "exec", ns, "sysctl", "-n", name).strip()
+            for name in values}
+
+
+def pair(case: str, drop_every: int, transport: str) -> tuple[str, str]:
+    index = list(CASES).index(case) if case in CASES else len(CASES)
+    sender, receiver = f"era-s{index}", f"era-r{index}"
+    sh("ip", "netns", "add", sender)
+    sh("ip", "netns", "add", receiver)
+    sh("ip", "link", "add", "s0", "netns", sender, "type", "veth", "peer", "r0",
+       "netns", receiver)
+    for ns, dev, ip in ((sender, "s0", SENDER_IP), (receiver, "r0", RECEIVER_IP)):
+        sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+        sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, *OFFLOADS_OFF)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    sh("ip", "netns", "exec", receiver, "tc", "qdisc", "add", "dev", "r0", "root", "netem",
+       "delay", f"{RTT_MS}ms", "limit", "100000")
+    if drop_every:
+        protocol = "132" if transport == "sctp" else "6"
+        sh("ip", "netns", "exec", receiver, "tc", "qdisc", "add", "dev", "r0", "ingress")
+        sh("ip", "netns", "exec", receiver, "tc", "filter", "add", "dev", "r0", "parent",
+           "ffff:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol",
+           protocol, "0xff", "match", "ip", "dport", str(PORT), "0xffff",
+           "action", "gact", "ok", "random", "determ", "drop", str(drop_every))
+    return sender, receiver
+
+
+def run_case(case: str, out: Path) -> dict:
+    transport, switches, drop_every, shape = CASES[case]
+    sender, receiver = pair(case, drop_every, transport)
+    try:
+        settings = set_sysctls(sender, {**(TCP_BASE if transport == "tcp" else {}),
+                                        **switches})
+        set_sysctls(receiver, RECEIVER)
+        pcap = out / f"{case}.pcap"
+        capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0", "-s",
+                                    "200", "-U", "-n", "-w", str(pcap), transport],
+                                   stderr=subprocess.PIPE, text=True)
+        capture.stderr.readline()                       # "listening on s0 ..."
+        listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c", RECEIVE,
+                                     transport, RECEIVER_IP, str(PORT)],
+                                    stdout=subprocess.PIPE, text=True)
+        assert listener.stdout.readline().strip() == "ready"
+        sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, transport, RECEIVER_IP,
+           str(PORT), shape)
+        received = int(listener.communicate(timeout=120)[0].strip())
+        capture.terminate()
+        capture.wait(timeout=30)
+        return {"transport": transport, "settings": settings, "drop_every": drop_every,
+                "shape": shape, "received": received}
+    finally:
+        for ns in (sender, receiver):
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
+class NamespaceNode:
+    """What kernel_batch.apply_route_metrics asks of a node: a name and a shell in it."""
+
+    def __init__(self, namespace: str) -> None:
+        self.name = namespace
+
+    def cmd(self, script: str) -> str:
+        return subprocess.run(["ip", "netns", "exec", self.name, "sh", "-c", script],
+                              capture_output=True, text=True).stdout
+
+
+def route_cases(out: Path) -> dict:
+    """The era stack's route metrics on, then off again, on one pair of namespaces (as a
+    kernel's later run of another stack finds them): one transfer and the routes each."""
+    from experiments.inkernel.kernel_batch import apply_route_metrics
+    from experiments.stacks import STACKS
+    sender, receiver = pair("route-era", 0, "tcp")
+    node = NamespaceNode(sender)
+    seen = {}
+    try:
+        set_sysctls(sender, TCP_BASE)
+        set_sysctls(receiver, RECEIVER)
+        for case, stack in (("route-era", "freebsd-4.6"), ("route-linux", "linux")):
+            apply_route_metrics(node, STACKS[stack].route_metrics())
+            pcap = out / f"{case}.pcap"
+            capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0",
+                                        "-s", "200", "-U", "-n", "-w", str(pcap), "tcp"],
+                                       stderr=subprocess.PIPE, text=True)
+            capture.stderr.readline()
+            listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c",
+                                         RECEIVE, "tcp", RECEIVER_IP, str(PORT)],
+                                        stdout=subprocess.PIPE, text=True)
+            assert listener.stdout.readline().strip() == "ready"
+            sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, "tcp", RECEIVER_IP,
+               str(PORT), "bulk:100000")
+            received = int(listener.communicate(timeout=120)[0].strip())
+            capture.terminate()
+            capture.wait(timeout=30)
+            seen[case] = {"transport": "tcp", "stack": stack, "received": received,
+                          "shape": "bulk:100000", "settings": {},
+                          "routes": sh("ip", "-n", sender, "-4", "route", "show")}
+    finally:
+        for ns in (sender, receiver):
+            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+    return seen
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    seen = {case: run_case(case, out) for case in CASES}
+    seen.update(route_cases(out))
+    (out / "cases.json").write_text(json.dumps(seen, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

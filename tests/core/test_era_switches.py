@@ -1,0 +1,253 @@
+"""The era switches of the project's kernel (timetravel/patches/0003-era-switches.patch), each
+judged on the wire: one transfer per setting (inside_era_switches.py, in virtual time), read
+from the sender's capture.
+
+- tcp_limited_transmit: the new segments sent between the first duplicate ack of a hole and
+  its fast retransmit (RFC 3042: two; without it none).
+- tcp_prr: the duplicate acks that arrive after the fast retransmit before a new segment goes
+  out (PRR: one or two; RFC 6582 New-Reno: until the flight is under ssthresh, about half the
+  flight at the loss).
+- tcp_abc: how much the flight grows per round trip in slow start, with the receiver acking
+  every second segment (counting segments: about 2x; one segment per ack: about 1.5x).
+- sctp fast_rtx_threshold: the SACKs reporting a hole before its fast retransmit (3 or 4).
+- sctp max_burst_clamps_cwnd: the chunks sent in the first three round trips of a burst after
+  an idle pause, which Max.Burst starts at four either way; restored, cwnd lets each SACK
+  release four more, clamped it grows again from four."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from experiments import tshark
+
+HERE = Path(__file__).parent
+BUILD = HERE.parents[1] / "topology" / "kernel" / "timetravel" / "build.sh"
+SENDER_IP = "10.9.1.1"
+RTT_S = 0.050
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory) -> tuple[Path, dict]:
+    from topology.kernel import open_backend
+    build = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, timeout=3600)
+    assert build.returncode == 0, f"the project's kernel did not build:\n{build.stderr}"
+    out = tmp_path_factory.mktemp("era-switches")
+    result = open_backend("uml-virtual").run(
+        ["/usr/bin/python3", str(HERE / "inside_era_switches.py"), str(out)], timeout_s=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out, json.loads((out / "cases.json").read_text())
+
+
+# -- TCP ------------------------------------------------------------------------------------
+@dataclass
+class Hole:
+    """One loss as the sender saw it."""
+
+    seq: int
+    flight_segments: float          # outstanding at the first duplicate ack
+    new_before_retransmit: int = 0
+    dupacks_before_retransmit: int = 0
+    retransmitted: bool = False
+    dupacks_after_retransmit: int = 0
+    new_after_retransmit: bool = False
+
+
+def tcp_holes(pcap: Path, mss: int = 1448) -> list[Hole]:
+    rows = tshark.fields(pcap, ["ip.src", "tcp.seq", "tcp.len", "tcp.ack", "tcp.flags.syn",
+                                "tcp.window_size_value"], "tcp")
+    holes: list[Hole] = []
+    sent_end, last_ack, last_window, hole = 0, -1, "", None
+    for src, seq_text, len_text, ack_text, syn, window in rows:
+        if tshark.is_true(syn):
+            continue
+        seq, length, ack = int(seq_text), int(len_text), int(ack_text)
+        if src == SENDER_IP:
+            if not length:
+                continue
+            new = seq + length > sent_end
+            sent_end = max(sent_end, seq + length)
+            if hole is None:
+                continue
+            if not hole.retransmitted:
+                if seq == hole.seq and not new:
+                    hole.retransmitted = True
+                elif new:
+                    hole.new_before_retransmit += 1
+            elif new and not hole.new_after_retransmit:
+                hole.new_after_retransmit = True
+            continue
+        # an ack that changes the window is no duplicate (RFC 5681 2, and Linux's count)
+        duplicate = ack == last_ack and window == last_window
+        if ack > last_ack:
+            last_ack, hole = ack, None
+        last_window = window
+        if duplicate and not length and ack < sent_end:
+            if hole is None:
+                hole = Hole(ack, (sent_end - ack) / mss)
+                holes.append(hole)
+            if not hole.retransmitted:
+                hole.dupacks_before_retransmit += 1
+            elif not hole.new_after_retransmit:
+                hole.dupacks_after_retransmit += 1
+    return [h for h in holes if h.retransmitted]
+
+
+def flight_per_round(pcap: Path, rounds: int = 7) -> list[float]:
+    """The most data outstanding (segments) in each round trip from the first data segment."""
+    rows = tshark.fields(pcap, ["frame.time_epoch", "ip.src", "tcp.seq", "tcp.len", "tcp.ack"],
+                         "tcp && !tcp.flags.syn")
+    start = next(float(t) for t, src, _, n, _ in rows if src == SENDER_IP and int(n))
+    peaks = [0.0] * rounds
+    sent_end, acked = 0, 0
+    for when, src, seq, length, ack in rows:
+        if src == SENDER_IP:
+            sent_end = max(sent_end, int(seq) + int(length))
+        else:
+            acked = max(acked, int(ack))
+        k = int((float(when) - start) / RTT_S)
+        if 0 <= k < rounds:
+            peaks[k] = max(peaks[k], (sent_end - acked) / 1448)
+    return peaks
+
+
+def test_every_case_delivered_all_it_sent_with_its_switch_set(seen):
+    _, cases = seen
+    sizes = {"bulk": lambda n: int(n), "chunks": lambda n: 1400 * int(n),
+             "bursts": lambda n: 1400 * sum(int(c) for c in n.split(","))}
+    for case, facts in cases.items():
+        shape, _, counts = facts["shape"].partition(":")
+        assert facts["received"] == sizes[shape](counts), case
+        if case.startswith("route-"):
+            continue
+        wanted = case.rsplit("-", 1)[1]
+        value = next(v for k, v in facts["settings"].items()
+                     if k.rsplit(".", 1)[1] in ("tcp_limited_transmit", "tcp_prr", "tcp_abc",
+                                                "fast_rtx_threshold", "max_burst_clamps_cwnd"))
+        assert value == {"on": "1", "off": "0", "3": "3", "4": "4", "restore": "0",
+                         "clamp": "1"}[wanted], case
+
+
+def test_limited_transmit_sends_a_new_segment_on_each_of_the_first_two_dupacks(seen):
+    out, _ = seen
+    on, off = tcp_holes(out / "lt-on.pcap"), tcp_holes(out / "lt-off.pcap")
+    assert on and off, "no fast retransmit in the captures"
+    assert [h.new_before_retransmit for h in on] == [2] * len(on), on
+    assert [h.new_before_retransmit for h in off] == [0] * len(off), off
+    assert all(h.dupacks_before_retransmit == 3 for h in on + off), on + off
+
+
+def test_without_prr_new_data_waits_until_the_flight_is_under_ssthresh(seen):
+    out, _ = seen
+    on, off = tcp_holes(out / "prr-on.pcap"), tcp_holes(out / "prr-off.pcap")
+    assert on and off, "no fast retransmit in the captures"
+    big = [h for h in on + off if h.flight_segments >= 16]
+    assert big, f"no loss with a flight of 16 segments or more: {on + off}"
+    for hole in on:
+        if hole.flight_segments >= 16:
+            assert hole.dupacks_after_retransmit <= 3, hole
+    for hole in off:
+        if hole.flight_segments >= 16:
+            # ssthresh is half the flight; three dupacks came before the retransmission
+            assert hole.dupacks_after_retransmit >= hole.flight_segments / 2 - 4, hole
+
+
+def test_without_byte_counting_slow_start_grows_by_half_per_round_trip(seen):
+    out, _ = seen
+    on, off = flight_per_round(out / "abc-on.pcap"), flight_per_round(out / "abc-off.pcap")
+    growth_on = [b / a for a, b in zip(on[2:5], on[3:6], strict=True)]
+    growth_off = [b / a for a, b in zip(off[2:5], off[3:6], strict=True)]
+    print(f"flight per round: on {on}, off {off}")
+    assert min(growth_on) >= 1.8, growth_on
+    assert max(growth_off) <= 1.65, growth_off
+
+
+# -- SCTP -----------------------------------------------------------------------------------
+def sctp_rows(pcap: Path) -> list[tuple[float, bool, list[int], int | None, int]]:
+    """(time, sent by the sender, DATA TSNs, SACK's cumulative TSN ack, its gap blocks)."""
+    rows = tshark.fields(pcap, ["frame.time_epoch", "ip.src", "sctp.data_tsn",
+                                "sctp.sack_cumulative_tsn_ack",
+                                "sctp.sack_number_of_gap_blocks"], "sctp",
+                         tshark.SCTP_OPTIONS)
+    out = []
+    for when, src, tsns, cum, gaps in rows:
+        cums = tshark.values(cum)
+        out.append((float(when), src == SENDER_IP, [int(t) for t in tshark.values(tsns)],
+                    int(cums[-1]) if cums else None,
+                    sum(int(g) for g in tshark.values(gaps))))
+    return out
+
+
+def sacks_before_fast_retransmit(pcap: Path) -> list[int]:
+    counts: list[int] = []
+    highest, reports, hole = -1, 0, None
+    for _, from_sender, tsns, cum, gaps in sctp_rows(pcap):
+        if from_sender:
+            if hole is not None and hole in tsns and hole <= highest:
+                counts.append(reports)
+                hole, reports = None, 0
+            highest = max([highest, *tsns])
+        elif cum is not None and gaps:
+            if hole is None or cum + 1 != hole:
+                hole, reports = cum + 1, 0
+            reports += 1
+    return counts
+
+
+def chunks_in_first_round_trips(pcap: Path, rounds: int = 3) -> list[int]:
+    """Per burst after the first: the DATA chunks sent in its first `rounds` round trips."""
+    sends = [(when, len(tsns)) for when, from_sender, tsns, _, _ in sctp_rows(pcap)
+             if from_sender and tsns]
+    bursts, last = [], None
+    for when, count in sends:
+        if last is None or when - last > 0.2:
+            bursts.append([when, 0])
+        if when - bursts[-1][0] < rounds * RTT_S:
+            bursts[-1][1] += count
+        last = when
+    return [count for _, count in bursts[1:]]
+
+
+@pytest.mark.parametrize("threshold", [3, 4])
+def test_sctp_fast_retransmits_after_its_threshold_of_missing_reports(seen, threshold):
+    out, _ = seen
+    counts = sacks_before_fast_retransmit(out / f"frtx-{threshold}.pcap")
+    assert counts, "no fast retransmit in the capture"
+    assert counts == [threshold] * len(counts), counts
+
+
+def test_max_burst_that_clamps_cwnd_slows_every_burst_after_a_pause(seen):
+    out, _ = seen
+    restore = chunks_in_first_round_trips(out / "burst-restore.pcap")
+    clamp = chunks_in_first_round_trips(out / "burst-clamp.pcap")
+    print(f"chunks in the first 3 round trips: restore {restore}, clamp {clamp}")
+    assert len(restore) == len(clamp) == 2, (restore, clamp)
+    for restored, clamped in zip(restore, clamp, strict=True):
+        assert clamped <= 0.8 * restored, (restore, clamp)
+
+
+# -- the era stack's route metrics ----------------------------------------------------------
+def first_flight(pcap: Path) -> int:
+    """Data segments the sender sent before the first ack of data came back."""
+    count = 0
+    for src, length, ack in tshark.fields(pcap, ["ip.src", "tcp.len", "tcp.ack"],
+                                          "tcp && !tcp.flags.syn"):
+        if src == SENDER_IP and int(length):
+            count += 1
+        elif src != SENDER_IP and int(ack) > 1:
+            break
+    return count
+
+
+def test_the_era_stack_routes_start_with_one_segment_and_a_later_stack_gets_ten(seen):
+    out, cases = seen
+    assert "initcwnd 1" in cases["route-era"]["routes"], cases["route-era"]["routes"]
+    assert re.search(r"rto_min lock (1s|1000ms)\b", cases["route-era"]["routes"]), cases["route-era"]["routes"]
+    assert "initcwnd" not in cases["route-linux"]["routes"], cases["route-linux"]["routes"]
+    assert "rto_min" not in cases["route-linux"]["routes"], cases["route-linux"]["routes"]
+    assert first_flight(out / "route-era.pcap") == 1
+    assert first_flight(out / "route-linux.pcap") == 10

@@ -1,0 +1,62 @@
+"""The era stack (experiments/stacks.py, freebsd-4.6): every stack sets the same sysctls, so
+none carries over to a later run of another; the kernel switches at Linux's own values are
+written only where the kernel has them, and another value refuses a kernel without them, from
+the plan (refusal_without_switches) and in the kernel (apply_sysctls) alike."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from experiments.inkernel.kernel_batch import apply_sysctls
+from experiments.procedure import RunFailure
+from experiments.stacks import KERNEL_SWITCHES, STACKS, refusal_without_switches, sysctls_for
+
+
+class LocalShell:
+    """A node whose shell is this machine's: its kernel has none of the switches."""
+
+    name = "host"
+
+    def cmd(self, script: str) -> str:
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True).stdout
+
+
+def test_every_stack_sets_the_same_sysctls():
+    keys = {name: set(stack.sysctls()) for name, stack in STACKS.items()}
+    assert len({frozenset(k) for k in keys.values()}) == 1, keys
+    assert set(KERNEL_SWITCHES) <= keys["linux"]
+
+
+def test_the_era_stack_turns_every_switch_off_and_records_them():
+    era = STACKS["freebsd-4.6"]
+    values = sysctls_for("tcp-newreno", {}, "freebsd-4.6")
+    assert {k: values[k] for k in KERNEL_SWITCHES} == era.switches
+    assert all(values[k] != v for k, v in KERNEL_SWITCHES.items())
+    assert values["net.sctp.pf_enable"] == "0" and values["net.ipv4.tcp_frto"] == "0"
+    assert era.route_metrics() == {"initcwnd": 1, "rto_min_ms": 1000}
+    assert era.record()["kernel_switches"] == era.switches and era.record()["not_applied"]
+    assert STACKS["linux"].route_metrics() == STACKS["published"].route_metrics() == {}
+
+
+@pytest.mark.parametrize("backend", ["uml", "host"])
+def test_a_kernel_without_the_switches_is_refused_for_the_era_stack(backend):
+    refusal = refusal_without_switches("freebsd-4.6", backend)
+    assert refusal and "KERNEL=uml-built" in refusal and "KERNEL=uml-virtual" in refusal
+    assert "net.ipv4.tcp_prr=0" in refusal and backend in refusal
+    assert refusal_without_switches("linux", backend) is None
+    assert refusal_without_switches("published", backend) is None
+
+
+@pytest.mark.parametrize("backend", ["uml-virtual", "uml-built"])
+def test_the_projects_kernel_runs_the_era_stack(backend):
+    assert refusal_without_switches("freebsd-4.6", backend) is None
+
+
+@pytest.mark.skipif(Path("/proc/sys/net/ipv4/tcp_prr").exists(),
+                    reason="this kernel has the switches")
+def test_switches_at_linux_values_pass_a_kernel_without_them_and_others_fail():
+    apply_sysctls(LocalShell(), dict(KERNEL_SWITCHES))
+    with pytest.raises(RunFailure, match="tcp_prr"):
+        apply_sysctls(LocalShell(), {"net.ipv4.tcp_prr": "0"})
