@@ -130,7 +130,8 @@ def apply_route_metrics(node: Any, metrics: dict[str, int]) -> None:
     another stack must not inherit them."""
     if getattr(node, "tcp_route_metrics", {}) == metrics:
         return
-    extra = (f" initcwnd {metrics['initcwnd']} rto_min lock {metrics['rto_min_ms']}ms"
+    # iproute2 locks rto_min itself (Linux reads a route's floor only when locked)
+    extra = (f" initcwnd {metrics['initcwnd']} rto_min {metrics['rto_min_ms']}ms"
              if metrics else "")
     script = ("s=0; ip -4 route show | while read -r route; do "
               "route=$(printf '%s' \"$route\" | sed -E 's/ (initcwnd|rto_min)( lock)? [^ ]+//g'); "
@@ -190,6 +191,7 @@ def execute(net: Topology, run: dict[str, Any], marks: Marks | None = None,
     record["phases_s"] = phases
     record["ended"] = time.time()
     record["sysctls"] = run["sysctls"]
+    record["route_metrics"] = run.get("route_metrics", {})
     try:
         if record["status"] != "ok" and disk_full(run_dir):
             raise ResultsDiskFull("the run failed with the results disk full: "

@@ -4,47 +4,56 @@ tests/core/test_era_switches.py to judge from the pcaps.
 
     python3 tests/core/inside_era_switches.py OUT_DIR
 
-Each case gets two fresh namespaces joined by a veth pair: the sender's, where the switch is
-set, and the receiver's, whose egress delays the acks by RTT_MS and whose ingress drops every
-DROP_EVERY-th packet of the transfer (gact's deterministic mode): a loss the sender cannot
-see locally, at a place that does not depend on timing. Then the era stack's route metrics
-(initial window, RTO floor) put on the sender's routes and taken off again, as runs of two
-stacks meet them, with a transfer each. OUT_DIR gets <case>.pcap and cases.json (each case's
-settings as read back from /proc/sys, the routes, and the bytes received)."""
+Each case gets three fresh namespaces in a line: the sender's, where the switch is set; a
+router's, whose egress to the receiver is the bottleneck (so that acks come back spaced, one
+clock tick of the path each) and whose ingress drops every Nth packet of the transfer (gact's
+deterministic mode): a loss the sender cannot see locally, at a place that does not depend on
+timing; and the receiver's, whose egress delays the acks by RTT_MS. Then the era stack's
+route metrics (initial window, RTO floor) put on the sender's routes and taken off again, as
+runs of two stacks meet them, with a transfer each. OUT_DIR gets <case>.pcap and cases.json
+(each case's settings as read back from /proc/sys, the routes, and the bytes received)."""
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from topology.net.base import OFFLOADS_OFF
 
 PYTHON = "/usr/bin/python3"
-SENDER_IP, RECEIVER_IP, PORT = "10.9.1.1", "10.9.1.2", 5001
+SENDER_IP, RECEIVER_IP, PORT = "10.9.1.1", "10.9.2.2", 5001
+ROUTER_IPS = ("10.9.1.254", "10.9.2.254")
 RTT_MS = 50
 TCP_BASE = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
             "net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_frto": "0",
             "net.ipv4.tcp_wmem": "4096 1048576 4194304"}
 # the receiver's window never limits the sender: what the tests see is cwnd alone
 RECEIVER = {"net.ipv4.tcp_rmem": "4096 1048576 4194304"}
-SEGMENTS = 1448
 
-# case: (transport, sender sysctls, drop every Nth packet or 0, what the sender sends)
-CASES: dict[str, tuple[str, dict[str, str], int, str]] = {
-    "lt-on": ("tcp", {"net.ipv4.tcp_limited_transmit": "1"}, 100, "bulk:380000"),
-    "lt-off": ("tcp", {"net.ipv4.tcp_limited_transmit": "0"}, 100, "bulk:380000"),
-    "prr-on": ("tcp", {"net.ipv4.tcp_prr": "1"}, 100, "bulk:380000"),
-    "prr-off": ("tcp", {"net.ipv4.tcp_prr": "0"}, 100, "bulk:380000"),
-    "abc-on": ("tcp", {"net.ipv4.tcp_abc": "1"}, 0, "bulk:1500000"),
-    "abc-off": ("tcp", {"net.ipv4.tcp_abc": "0"}, 0, "bulk:1500000"),
-    "frtx-3": ("sctp", {"net.sctp.fast_rtx_threshold": "3"}, 100, "chunks:300"),
-    "frtx-4": ("sctp", {"net.sctp.fast_rtx_threshold": "4"}, 100, "chunks:300"),
-    "burst-restore": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "0"}, 0, "bursts:300,100,100"),
-    "burst-clamp": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "1"}, 0, "bursts:300,100,100"),
+# case: (transport, sender sysctls, drop every Nth packet or 0, bottleneck, what is sent).
+# The abc cases lose every second ack instead (ACK_DROPS): each ack that arrives covers two
+# segments whatever the receiver's delayed-ack policy, which is what byte counting is about.
+CASES: dict[str, tuple[str, dict[str, str], int, str, str]] = {
+    "lt-on": ("tcp", {"net.ipv4.tcp_limited_transmit": "1"}, 100, "10mbit", "bulk:380000"),
+    "lt-off": ("tcp", {"net.ipv4.tcp_limited_transmit": "0"}, 100, "10mbit", "bulk:380000"),
+    "prr-on": ("tcp", {"net.ipv4.tcp_prr": "1"}, 100, "10mbit", "bulk:380000"),
+    "prr-off": ("tcp", {"net.ipv4.tcp_prr": "0"}, 100, "10mbit", "bulk:380000"),
+    "abc-on": ("tcp", {"net.ipv4.tcp_abc": "1"}, 0, "100mbit", "bulk:1500000"),
+    "abc-off": ("tcp", {"net.ipv4.tcp_abc": "0"}, 0, "100mbit", "bulk:1500000"),
+    "frtx-3": ("sctp", {"net.sctp.fast_rtx_threshold": "3"}, 100, "10mbit", "chunks:300"),
+    "frtx-4": ("sctp", {"net.sctp.fast_rtx_threshold": "4"}, 100, "10mbit", "chunks:300"),
+    "burst-restore": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "0"}, 0, "100mbit",
+                      "bursts:300,100,100"),
+    "burst-clamp": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "1"}, 0, "100mbit",
+                    "bursts:300,100,100"),
 }
+ACK_DROPS = {"abc-on": 2, "abc-off": 2}
 CHUNK = 1400          # one SCTP message, one DATA chunk, one packet
-PAUSE_S = 0.3         # between bursts: every chunk acknowledged, well under the RTO
+PAUSE_S = 1.0         # between bursts: every chunk acknowledged; far under hb_interval (30 s)
 
 RECEIVE = ("import socket, sys\n"
            "kind = socket.IPPROTO_SCTP if sys.argv[1] == 'sctp' else 0\n"
@@ -84,40 +93,73 @@ def set_sysctls(ns: str, values: dict[str, str]) -> dict[str, str]:
             for name in values}
 
 
-def pair(case: str, drop_every: int, transport: str) -> tuple[str, str]:
+def pair(case: str, drop_every: int, transport: str, rate: str) -> tuple[str, str]:
+    """sender -- router -- receiver: the router's egress to the receiver is the bottleneck
+    (`rate`), its ingress from the sender drops; the receiver's egress delays the acks."""
     index = list(CASES).index(case) if case in CASES else len(CASES)
-    sender, receiver = f"era-s{index}", f"era-r{index}"
-    sh("ip", "netns", "add", sender)
-    sh("ip", "netns", "add", receiver)
-    sh("ip", "link", "add", "s0", "netns", sender, "type", "veth", "peer", "r0",
+    sender, router, receiver = f"era-s{index}", f"era-g{index}", f"era-r{index}"
+    for ns in (sender, router, receiver):
+        sh("ip", "netns", "add", ns)
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    sh("ip", "link", "add", "s0", "netns", sender, "type", "veth", "peer", "g1", "netns", router)
+    sh("ip", "link", "add", "g2", "netns", router, "type", "veth", "peer", "r0",
        "netns", receiver)
-    for ns, dev, ip in ((sender, "s0", SENDER_IP), (receiver, "r0", RECEIVER_IP)):
+    for ns, dev, ip in ((sender, "s0", SENDER_IP), (router, "g1", ROUTER_IPS[0]),
+                        (router, "g2", ROUTER_IPS[1]), (receiver, "r0", RECEIVER_IP)):
         sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
         sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, *OFFLOADS_OFF)
         sh("ip", "-n", ns, "link", "set", dev, "up")
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
+    sh("ip", "-n", sender, "route", "add", "default", "via", ROUTER_IPS[0])
+    sh("ip", "-n", receiver, "route", "add", "default", "via", ROUTER_IPS[1])
+    set_sysctls(router, {"net.ipv4.ip_forward": "1"})
+    sh("ip", "netns", "exec", router, "tc", "qdisc", "add", "dev", "g2", "root", "netem",
+       "rate", rate, "limit", "100000")
     sh("ip", "netns", "exec", receiver, "tc", "qdisc", "add", "dev", "r0", "root", "netem",
        "delay", f"{RTT_MS}ms", "limit", "100000")
+    protocol = "132" if transport == "sctp" else "6"
     if drop_every:
-        protocol = "132" if transport == "sctp" else "6"
-        sh("ip", "netns", "exec", receiver, "tc", "qdisc", "add", "dev", "r0", "ingress")
-        sh("ip", "netns", "exec", receiver, "tc", "filter", "add", "dev", "r0", "parent",
-           "ffff:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol",
-           protocol, "0xff", "match", "ip", "dport", str(PORT), "0xffff",
-           "action", "gact", "ok", "random", "determ", "drop", str(drop_every))
+        drop(router, "g1", protocol, "dport", drop_every)
+    if ACK_DROPS.get(case):
+        drop(router, "g2", protocol, "sport", ACK_DROPS[case])
     return sender, receiver
 
 
+def drop(router: str, device: str, protocol: str, port_field: str, every: int) -> None:
+    """Every `every`-th packet of the transfer that enters the router on `device` is lost."""
+    sh("ip", "netns", "exec", router, "tc", "qdisc", "add", "dev", device, "ingress")
+    sh("ip", "netns", "exec", router, "tc", "filter", "add", "dev", device, "parent", "ffff:",
+       "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol", protocol, "0xff",
+       "match", "ip", port_field, str(PORT), "0xffff",
+       "action", "gact", "ok", "random", "determ", "drop", str(every))
+
+
+def stop(capture: subprocess.Popen) -> int:
+    """Stop tcpdump once it has caught up (it may lag the transfer); what its kernel buffer
+    dropped, as it reports on its way out."""
+    time.sleep(1.0)
+    capture.send_signal(signal.SIGINT)
+    _, err = capture.communicate(timeout=60)
+    found = re.search(r"(\d+) packets? dropped by kernel", err)
+    if found is None:
+        raise RuntimeError(f"tcpdump said no drop count: {err}")
+    return int(found.group(1))
+
+
+def delete(sender: str, receiver: str) -> None:
+    for ns in (sender, sender.replace("era-s", "era-g"), receiver):
+        subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+
+
 def run_case(case: str, out: Path) -> dict:
-    transport, switches, drop_every, shape = CASES[case]
-    sender, receiver = pair(case, drop_every, transport)
+    transport, switches, drop_every, rate, shape = CASES[case]
+    sender, receiver = pair(case, drop_every, transport, rate)
     try:
         settings = set_sysctls(sender, {**(TCP_BASE if transport == "tcp" else {}),
                                         **switches})
         set_sysctls(receiver, RECEIVER)
         pcap = out / f"{case}.pcap"
         capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0", "-s",
-                                    "200", "-U", "-n", "-w", str(pcap), transport],
+                                    "0", "-U", "-n", "-w", str(pcap), transport],
                                    stderr=subprocess.PIPE, text=True)
         capture.stderr.readline()                       # "listening on s0 ..."
         listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c", RECEIVE,
@@ -127,13 +169,11 @@ def run_case(case: str, out: Path) -> dict:
         sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, transport, RECEIVER_IP,
            str(PORT), shape)
         received = int(listener.communicate(timeout=120)[0].strip())
-        capture.terminate()
-        capture.wait(timeout=30)
-        return {"transport": transport, "settings": settings, "drop_every": drop_every,
-                "shape": shape, "received": received}
+        dropped = stop(capture)
+        return {"capture_dropped": dropped, "transport": transport, "settings": settings,
+                "drop_every": drop_every, "rate": rate, "shape": shape, "received": received}
     finally:
-        for ns in (sender, receiver):
-            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+        delete(sender, receiver)
 
 
 class NamespaceNode:
@@ -152,7 +192,7 @@ def route_cases(out: Path) -> dict:
     kernel's later run of another stack finds them): one transfer and the routes each."""
     from experiments.inkernel.kernel_batch import apply_route_metrics
     from experiments.stacks import STACKS
-    sender, receiver = pair("route-era", 0, "tcp")
+    sender, receiver = pair("route-era", 0, "tcp", "10mbit")
     node = NamespaceNode(sender)
     seen = {}
     try:
@@ -172,14 +212,11 @@ def route_cases(out: Path) -> dict:
             sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, "tcp", RECEIVER_IP,
                str(PORT), "bulk:100000")
             received = int(listener.communicate(timeout=120)[0].strip())
-            capture.terminate()
-            capture.wait(timeout=30)
-            seen[case] = {"transport": "tcp", "stack": stack, "received": received,
-                          "shape": "bulk:100000", "settings": {},
+            seen[case] = {"capture_dropped": stop(capture), "transport": "tcp", "stack": stack,
+                          "received": received, "shape": "bulk:100000", "settings": {},
                           "routes": sh("ip", "-n", sender, "-4", "route", "show")}
     finally:
-        for ns in (sender, receiver):
-            subprocess.run(["ip", "netns", "delete", ns], capture_output=True)
+        delete(sender, receiver)
     return seen
 
 

@@ -1,0 +1,108 @@
+"""The freebsd-4.6 stack in an FTP experiment, end to end on the project's kernel (virtual
+time), beside today's: each run records the era's switches and route metrics, and its pcap
+shows them: the data connection's first flight is one segment (Linux's ten under `linux`), and
+the client's TCP window stays within FreeBSD 4.6's 56 KB receive buffer. Runs of the two stacks
+share the kernel, so a run of `linux` after one of `freebsd-4.6` shows that nothing carried
+over."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from experiments import tshark
+from experiments.stacks import KERNEL_SWITCHES, STACKS
+from tests.harness.conftest import harness
+from topology.net.path import CLIENT_IP
+
+EXPERIMENT = """\
+name = "era-stack"
+description = "one 200 KB file over a 10 Mbit/s, 40 ms path, FreeBSD 4.6's stack and today's"
+[network]
+queue = "500KB"
+[[network.paths]]
+name = "wide"
+rate = "10Mbit"
+delay = "20ms"
+[matrix]
+loss = [0.0]
+file_sizes = ["200K"]
+files = 1
+variants = ["tcp", "sctp-naive"]
+tcp_profiles = ["tcp-newreno"]
+stacks = ["freebsd-4.6", "linux"]
+[repetitions]
+min = 2
+max = 2
+[run]
+timeout_s = 120
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("era")
+    (folder / "era.toml").write_text(EXPERIMENT)
+    done = harness("run", str(folder / "era.toml"), "--kernel", "uml-virtual",
+                   "--results", str(folder / "results"), timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder / "results" / "era-stack"
+
+
+def rows(results: Path) -> list[dict[str, str]]:
+    with (results / "runs.csv").open() as handle:
+        return [r for r in csv.DictReader(handle) if r["status"] == "ok"]
+
+
+def first_flight_of_the_data(pcap: Path) -> int:
+    """Segments the server sent on the data connection before the client acked any data."""
+    table = tshark.fields(pcap, ["ip.src", "tcp.stream", "tcp.len", "tcp.ack"],
+                          "tcp && tcp.flags.syn == 0")
+    sent: dict[str, int] = {}
+    for src, stream, length, _ in table:
+        if src != CLIENT_IP:
+            sent[stream] = sent.get(stream, 0) + int(length)
+    data = max(sent, key=sent.get)
+    count = 0
+    for src, stream, length, ack in table:
+        if stream != data:
+            continue
+        if src != CLIENT_IP and int(length):
+            count += 1
+        elif src == CLIENT_IP and int(ack) > 1:
+            break
+    return count
+
+
+def test_every_run_records_the_switches_and_route_metrics_of_its_stack(results):
+    table = rows(results)
+    assert {(r["variant"], r["stack"]) for r in table} == {
+        (v, s) for v in ("tcp", "sctp-naive") for s in ("freebsd-4.6", "linux")}
+    for row in table:
+        record = json.loads((results / "runs" / row["run_id"] / "result.json").read_text())
+        stack = STACKS[row["stack"]]
+        assert record["route_metrics"] == stack.route_metrics()
+        assert {k: record["sysctls"][k] for k in KERNEL_SWITCHES} == {**KERNEL_SWITCHES,
+                                                                       **stack.switches}
+    meta = json.loads((results / "meta.json").read_text())
+    assert meta["experiment"]["stacks"]["freebsd-4.6"] == STACKS["freebsd-4.6"].record()
+
+
+def test_the_data_connection_starts_with_one_segment_only_under_freebsd(results):
+    flights = {}
+    for row in rows(results):
+        if row["variant"] == "tcp":
+            pcap = results / "pcaps" / f"{row['run_id']}.pcap"
+            flights.setdefault(row["stack"], set()).add(first_flight_of_the_data(pcap))
+    assert flights == {"freebsd-4.6": {1}, "linux": {10}}, flights
+
+
+def test_the_client_advertises_at_most_freebsd_s_56_kb(results):
+    for row in rows(results):
+        if row["variant"] == "tcp" and row["stack"] == "freebsd-4.6":
+            pcap = results / "pcaps" / f"{row['run_id']}.pcap"
+            windows = [int(w) for (w,) in tshark.fields(
+                pcap, ["tcp.window_size"], f"tcp && ip.src=={CLIENT_IP} && tcp.flags.syn == 0")]
+            assert windows and max(windows) <= 57_344, max(windows)
