@@ -2,8 +2,9 @@
 stack and TCP profile the results hold, and each point's own verdict behind it.
 
 A compared claim pairs each of its `a` points with the `b` point that has the same columns but
-for the compared ones and the hosts' profile (an SCTP point pairs with each TCP profile's), so
-the same claim is judged once per stack and TCP profile. Runs that count are those with status
+for the compared ones and the hosts' profile (an SCTP point pairs with each TCP profile's, and
+a TCP point with each SCTP setting's), so the same claim is judged once per stack, SCTP
+setting and TCP profile. Runs that count are those with status
 `ok`; a point with fewer than two is not measured."""
 from __future__ import annotations
 
@@ -93,11 +94,26 @@ def derived(metric: str, run: dict[str, Any]) -> float:
         return math.nan
 
 
+# Columns only SCTP points fill (a TCP point's cell is empty): a TCP point pairs with an SCTP
+# point of any such setting, two SCTP points only with the same one, and each setting is a
+# group of its own, as each TCP profile is.
+SCTP_ONLY = ("sctp_settings",)
+
+
+def _unset(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+def _settings_agree(a: Columns, b: Columns) -> bool:
+    return all(_unset(a.get(k)) or _unset(b.get(k)) or a.get(k) == b.get(k) for k in SCTP_ONLY)
+
+
 def group_of(columns: list[Columns], by_profile: bool) -> str:
     stack = next((str(c["stack"]) for c in columns if c.get("stack")), "")
     profiles = sorted({str(c["profile"]) for c in columns if c.get("profile")})
     tcp = [p for p in profiles if p != SCTP_PROFILE] or profiles
-    parts = [stack] + ([] if not by_profile else ["+".join(tcp)])
+    settings = sorted({str(c[k]) for c in columns for k in SCTP_ONLY if not _unset(c.get(k))})
+    parts = [stack, *settings] + ([] if not by_profile else ["+".join(tcp)])
     return " / ".join(p for p in parts if p) or "-"
 
 
@@ -128,7 +144,7 @@ Judging = Callable[[Claim, Samples, list[Columns]], list[tuple[str, PointVerdict
 def _pairs(claim: Claim, points: list[Columns]) -> list[tuple[Columns, Columns]]:
     """Each `a` point with every `b` point equal to it but for the compared columns, the
     hosts' profile and the axis; a side's `best` picks its best point in `_choose_best`."""
-    ignore = set(claim.compare) | {"key", "profile"}
+    ignore = set(claim.compare) | {"key", "profile", *SCTP_ONLY}
 
     def key(p: Columns) -> tuple[Any, ...]:
         return tuple(sorted((k, v) for k, v in p.items() if k not in ignore))
@@ -137,7 +153,8 @@ def _pairs(claim: Claim, points: list[Columns]) -> list[tuple[Columns, Columns]]
     for p in points:
         if claim.side(p) == "b":
             by_key[key(p)].append(p)
-    return [(a, b) for a in points if claim.side(a) == "a" for b in by_key[key(a)]]
+    return [(a, b) for a in points if claim.side(a) == "a" for b in by_key[key(a)]
+            if _settings_agree(a, b)]
 
 
 def _measured(a: list[float], b: list[float]) -> bool:

@@ -1,0 +1,51 @@
+"""Which points a compared claim sets side by side (analysis/scorecard/card.py): a TCP point,
+whose SCTP settings cell is empty, pairs with the SCTP point of every setting, and each
+setting is judged as a group of its own; two SCTP variants pair only under the same setting;
+the TCP profile is ignored as before. Hand-made columns, as a results table gives them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.scorecard.card import _pairs, group_of
+from experiments.claims import Claim
+
+
+def claim(a: str, b: str) -> Claim:
+    return Claim(id="X.1", study="X", file=Path("X.toml"), section="", words="", kind="direction",
+                 experiment="failover", metric="transfer_time_s", compare=("variant",),
+                 a={"variant": a}, b={"variant": b})
+
+
+def point(variant: str, settings: str | float, profile: str, stack: str = "linux") -> dict:
+    return {"key": f"{variant}-{settings}-{profile}", "variant": variant, "loss": 0.0,
+            "sctp_settings": settings, "profile": profile, "stack": stack}
+
+
+POINTS = [point("tcp", "", "tcp-newreno"), point("tcp", float("nan"), "tcp-linux"),
+          point("sctp-ms", "linux-pf", "sctp"), point("sctp-ms", "rfc4960-pmr1", "sctp"),
+          point("sctp-naive", "linux-pf", "sctp"), point("sctp-naive", "rfc4960-pmr1", "sctp")]
+
+
+def names(pairs) -> set[tuple[str, str]]:
+    return {(a["key"], b["key"]) for a, b in pairs}
+
+
+def test_a_tcp_point_pairs_with_every_sctp_setting():
+    pairs = _pairs(claim("tcp", "sctp-ms"), POINTS)
+    assert names(pairs) == {(t, f"sctp-ms-{s}-sctp")
+                            for t in ("tcp--tcp-newreno", "tcp-nan-tcp-linux")
+                            for s in ("linux-pf", "rfc4960-pmr1")}
+    groups = {group_of([a, b], by_profile=True) for a, b in pairs}
+    assert groups == {"linux / linux-pf / tcp-newreno", "linux / rfc4960-pmr1 / tcp-newreno",
+                      "linux / linux-pf / tcp-linux", "linux / rfc4960-pmr1 / tcp-linux"}
+
+
+def test_two_sctp_variants_pair_only_under_one_setting():
+    pairs = _pairs(claim("sctp-ms", "sctp-naive"), POINTS)
+    assert names(pairs) == {("sctp-ms-linux-pf-sctp", "sctp-naive-linux-pf-sctp"),
+                            ("sctp-ms-rfc4960-pmr1-sctp", "sctp-naive-rfc4960-pmr1-sctp")}
+
+
+def test_points_of_two_stacks_never_pair():
+    other = [point("sctp-ms", "linux-pf", "sctp", stack="published")]
+    assert _pairs(claim("tcp", "sctp-ms"), [POINTS[0], *other]) == []
