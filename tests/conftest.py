@@ -34,7 +34,7 @@ KINDS = ("unit", "host", "kernel")
 # one, the real-time smoke's pcap-against-client agreement, goodput and cwnd traces, a
 # kernel's halt within its limit, and the two tests that each start a Slurm cluster.
 SERIAL = ("core/test_fidelity_benchmark.py", "core/test_topologies.py", "virtual/",
-          "harness/test_smoke.py",
+          "harness/test_smoke.py", "harness/test_phases.py",
           "unit/test_kernel_cancel.py", "bulkflow/test_kernel.py", "container/test_image.py",
           "slurm/")
 FOLDER_KINDS = {"unit": "unit", "analysis": "unit", "fuzz": "host", "ftp": "host", "web": "host",
