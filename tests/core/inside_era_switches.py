@@ -133,6 +133,24 @@ def drop(router: str, device: str, protocol: str, port_field: str, every: int) -
        "action", "gact", "ok", "random", "determ", "drop", str(every))
 
 
+def transfer(sender: str, receiver: str, transport: str, shape: str, pcap: Path
+             ) -> tuple[int, int]:
+    """One transfer of `shape`, captured at the sender into `pcap`: (bytes the receiver got,
+    packets tcpdump's buffer dropped)."""
+    capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0", "-s", "0",
+                                "-U", "-n", "-w", str(pcap), transport],
+                               stderr=subprocess.PIPE, text=True)
+    capture.stderr.readline()                       # "listening on s0 ..."
+    listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c", RECEIVE,
+                                 transport, RECEIVER_IP, str(PORT)],
+                                stdout=subprocess.PIPE, text=True)
+    assert listener.stdout.readline().strip() == "ready"
+    sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, transport, RECEIVER_IP, str(PORT),
+       shape)
+    received = int(listener.communicate(timeout=120)[0].strip())
+    return received, stop(capture)
+
+
 def stop(capture: subprocess.Popen) -> int:
     """Stop tcpdump once it has caught up (it may lag the transfer); what its kernel buffer
     dropped, as it reports on its way out."""
@@ -158,18 +176,7 @@ def run_case(case: str, out: Path) -> dict:
                                         **switches})
         set_sysctls(receiver, RECEIVER)
         pcap = out / f"{case}.pcap"
-        capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0", "-s",
-                                    "0", "-U", "-n", "-w", str(pcap), transport],
-                                   stderr=subprocess.PIPE, text=True)
-        capture.stderr.readline()                       # "listening on s0 ..."
-        listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c", RECEIVE,
-                                     transport, RECEIVER_IP, str(PORT)],
-                                    stdout=subprocess.PIPE, text=True)
-        assert listener.stdout.readline().strip() == "ready"
-        sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, transport, RECEIVER_IP,
-           str(PORT), shape)
-        received = int(listener.communicate(timeout=120)[0].strip())
-        dropped = stop(capture)
+        received, dropped = transfer(sender, receiver, transport, shape, pcap)
         return {"capture_dropped": dropped, "transport": transport, "settings": settings,
                 "drop_every": drop_every, "rate": rate, "shape": shape, "received": received}
     finally:
@@ -201,18 +208,8 @@ def route_cases(out: Path) -> dict:
         for case, stack in (("route-era", "freebsd-4.6"), ("route-linux", "linux")):
             apply_route_metrics(node, STACKS[stack].route_metrics())
             pcap = out / f"{case}.pcap"
-            capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0",
-                                        "-s", "200", "-U", "-n", "-w", str(pcap), "tcp"],
-                                       stderr=subprocess.PIPE, text=True)
-            capture.stderr.readline()
-            listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c",
-                                         RECEIVE, "tcp", RECEIVER_IP, str(PORT)],
-                                        stdout=subprocess.PIPE, text=True)
-            assert listener.stdout.readline().strip() == "ready"
-            sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, "tcp", RECEIVER_IP,
-               str(PORT), "bulk:100000")
-            received = int(listener.communicate(timeout=120)[0].strip())
-            seen[case] = {"capture_dropped": stop(capture), "transport": "tcp", "stack": stack,
+            received, dropped = transfer(sender, receiver, "tcp", "bulk:100000", pcap)
+            seen[case] = {"capture_dropped": dropped, "transport": "tcp", "stack": stack,
                           "received": received, "shape": "bulk:100000", "settings": {},
                           "routes": sh("ip", "-n", sender, "-4", "route", "show")}
     finally:
