@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import subprocess
 from pathlib import Path
 
@@ -40,9 +41,12 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def harness(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+def harness(*args: str, timeout: float = 1800,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`testbed ARGS` from the repository, its environment this one's plus `env`."""
     return subprocess.run([PYTHON, "-m", "testbed", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="session")
