@@ -267,6 +267,11 @@ static int await_delivery(struct session *s, struct xp_conn *data) {
   if (s->multistream || s->block_mode) {
     return 0;
   }
+  /* --reply-on-close: as FreeBSD's ftpd, whose 226 follows the last write
+   * and whose close() does not linger; dataio_end closes, then replies. */
+  if (tunables.reply_on_close) {
+    return 0;
+  }
   if (xp_close_delivered(data, tunables.data_timeout_s) != 0) {
     log_line("FAIL data connection: not acknowledged within %d s",
              tunables.data_timeout_s);

@@ -31,6 +31,9 @@ static const char usage_text[] =
     "  --max-sessions N      exit after N sessions have ended (--once: 1)\n"
     "  --idle-timeout S      control idle timeout (default 300)\n"
     "  --data-timeout S      data stall timeout (default 60)\n"
+    "  --reply-on-close      reply 226 once close() returns, before the peer\n"
+    "                        acknowledged the end (FreeBSD's ftpd); default:\n"
+    "                        once it has\n"
     "  --open-timeout S      longest wait for a data connection to open\n"
     "                        (default 190: Linux's SYN and SYN-ACK retries)\n"
     "  --max-line N          longest command line (default 1024)\n"
@@ -84,7 +87,8 @@ enum {
   O_LOG,
   O_RUNAS,
   O_CHUNK,
-  O_MAX_PARALLEL
+  O_MAX_PARALLEL,
+  O_REPLY_ON_CLOSE
 };
 
 /* and the socket knobs (XPA_SOCKET_KNOBS, xpargs.h) */
@@ -107,6 +111,7 @@ static const struct option longopts[] = {
     {"run-as", required_argument, NULL, O_RUNAS},
     {"chunk", required_argument, NULL, O_CHUNK},
     {"max-parallel", required_argument, NULL, O_MAX_PARALLEL},
+    {"reply-on-close", no_argument, NULL, O_REPLY_ON_CLOSE},
     {"help", no_argument, NULL, CLI_HELP},
     {NULL, 0, NULL, 0}};
 
@@ -156,6 +161,7 @@ static void handle_opt(void *ctx, int c, const char *arg) {
   case O_MAX_PARALLEL:
     t->max_parallel = (unsigned)cli_int("max-parallel", arg, 1, EXT_MAX_CONNS);
     break;
+  case O_REPLY_ON_CLOSE: t->reply_on_close = 1; break;
   default: cli_usage_exit(NULL);
   }
 }

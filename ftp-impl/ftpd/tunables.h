@@ -21,6 +21,7 @@ struct tunables {
   int max_sessions;         /* exit after this many sessions (0: never) */
   int idle_timeout_s;       /* control connection idle limit (300) */
   int data_timeout_s;       /* data stall and delivery limit (60) */
+  int reply_on_close;       /* 226 once close() returns, unacknowledged (0) */
   int open_timeout_s;       /* data accept/connect limit (190) */
   int max_line;             /* longest command line accepted (1024) */
   unsigned chunk;           /* SCTP data message size (65536) */
