@@ -28,7 +28,7 @@ endif
 
 .PHONY: all setup setup-test setup-kernel kernel build test test-fast test-host test-kernel lint test-core test-ftp test-virtual \
         test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp bench-http \
-        experiment smoke tables report reproduce bench-reproduce clean image image-base fanout \
+        experiment smoke tables report reproduce bench-reproduce ablation clean image image-base fanout \
         deploy-emulated fuzz
 
 all: build
@@ -191,6 +191,13 @@ reproduce: setup-kernel build
 # counts, writes results/bench-reproduce.json.
 bench-reproduce: setup-kernel build
 	$(TESTBED) reproduce $(REPRODUCE_OPTIONS) --bench $(or $(RESULTS),results)/bench-reproduce.json
+
+# Which of the era stack's mechanisms moves each of a study's findings (STUDY=E1): its
+# ablation experiment from today's stack to the era's, one mechanism at a time, judged as the
+# scorecard judges; results/ablation-e1/ablation/. In virtual time unless KERNEL is given.
+ablation: setup-kernel build
+	$(TESTBED) ablation $(or $(STUDY),E1) $(if $(WORKERS),--workers $(WORKERS)) $(RESULTS_OPTION) \
+	  --kernel $(if $(filter command line environment,$(origin KERNEL)),$(KERNEL),uml-virtual)
 
 report: setup
 	$(TESTBED) report $(EXP) $(if $(LOG),--log) $(RESULTS_OPTION)

@@ -9,7 +9,7 @@ value applied is recorded with the run."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 TCP_PROFILES: dict[str, dict[str, str]] = {
     # As the studies ran: New-Reno congestion control, no SACK.
@@ -129,7 +129,8 @@ LINUX_TCP_RTO_MAX_S = 120.0   # TCP_RTO_MAX: a backed-off handshake timer stops 
 
 @dataclass(frozen=True)
 class Stack:
-    """Windows and timers of both transports, as one era's stacks had them."""
+    """Windows and timers of both transports, and the FTP programs' ways, as one era's hosts
+    had them."""
 
     name: str
     description: str
@@ -151,7 +152,15 @@ class Stack:
     tcp_recovery: int = 1              # RACK loss detection
     sctp_pf_enable: int = 1            # RFC 7829's potentially-failed state
     switches: dict[str, str] = field(default_factory=dict)   # KERNEL_SWITCHES it changes
+    # The era's FTP programs where ours differ (ftp-impl/PROGRAMS.md): ftpd's 226 once
+    # close() returns, not once the client acknowledged the end (--reply-on-close); data
+    # connections by PORT/EPRT, the server connecting (ftpc --active; the variants with a
+    # data connection per file, tcp and sctp-naive)
+    ftpd_reply_on_close: bool = False
+    ftp_active: bool = False
     not_applied: tuple[str, ...] = ()  # how the era's stack differs still, named
+    # an ablation's step (today's stack, the era stack, the one mechanism taken from it)
+    ablation: tuple[str, str, str] | None = None
 
     def buffers(self, transport: str) -> Buffers:
         return self.tcp if transport == "tcp" else self.sctp
@@ -188,7 +197,11 @@ class Stack:
                          "rto_initial_ms": self.sctp_rto_ms[1],
                          "rto_max_ms": self.sctp_rto_ms[2], "pf_enable": self.sctp_pf_enable},
                 "kernel_switches": {**KERNEL_SWITCHES, **self.switches},
-                "sources": list(self.sources), "not_applied": list(self.not_applied)}
+                "programs": {"ftpd_reply_on_close": self.ftpd_reply_on_close,
+                             "ftp_active": self.ftp_active},
+                "sources": list(self.sources), "not_applied": list(self.not_applied),
+                **({} if self.ablation is None else {"ablation": dict(zip(
+                    ("today", "era", "mechanism"), self.ablation, strict=True))})}
 
 
 RFC2960_SCTP_RTO_MS = (1000, 3000, 60_000)   # RTO.Min, RTO.Initial, RTO.Max (RFC 2960 14)
@@ -236,12 +249,14 @@ STACKS: dict[str, Stack] = {
         "56 KB receive buffers, a 1-segment initial window, a 3 s initial RTO and a 1 s floor, "
         "New-Reno recovery without PRR, limited transmit or byte counting, no F-RTO; SCTP "
         "with RFC 2960's timers, 4 missing reports for a fast retransmit, Max.Burst lowering "
-        "cwnd for good, no potentially-failed state",
+        "cwnd for good, no potentially-failed state; FreeBSD's ftpd (226 once close() "
+        "returns) and data connections by PORT",
         tcp=Buffers(sndbuf=32_768, rcvbuf=57_344),
         sctp=Buffers(sndbuf=LINUX_RMEM_MAX, rcvbuf=LINUX_RMEM_MAX),
         tcp_initial_rto_ms=3000, tcp_rto_min_ms=1000,
         sctp_rto_ms=RFC2960_SCTP_RTO_MS,
         tcp_initcwnd=1, tcp_frto=0, tcp_early_retrans=0, tcp_recovery=0, sctp_pf_enable=0,
+        ftpd_reply_on_close=True, ftp_active=True,
         switches={"net.ipv4.tcp_limited_transmit": "0", "net.ipv4.tcp_prr": "0",
                   "net.ipv4.tcp_abc": "0", "net.sctp.fast_rtx_threshold": "4",
                   "net.sctp.max_burst_clamps_cwnd": "1"},
@@ -265,6 +280,11 @@ STACKS: dict[str, Stack] = {
             "RFC 2960 has no potentially-failed state (RFC 7829, 2016): pf_enable 0; its "
             "section 14: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s",
             "KAME sys/netinet/sctp_usrreq.c (rev. 1.50): SCTP buffers of about 228 KB",
+            "FreeBSD 4.x's ftpd (libexec/ftpd/ftpd.c, \"Version 6.00LS\"): send_data() "
+            "replies 226 once sendfile() or write() has handed the last byte to the socket, "
+            "and retrieve() then closes it without lingering: ftpd --reply-on-close",
+            "STUDIES.md, E1 and E2's hosts: FreeBSD 4.6's FTP client and server, data "
+            "connections by PORT (active): ftpc --active",
         ),
         not_applied=(
             "TCP's delayed ack: FreeBSD's is a fixed 100 ms timer (TCPTV_DELACK), Linux's "
@@ -274,9 +294,106 @@ STACKS: dict[str, Stack] = {
             "SCTP's buffers: 208 KB (Linux's ceiling for an unprivileged request) against "
             "KAME's 228 KB",
             "the handshakes' retry schedules: Linux's (tcp_syn_retries, max_init_retransmits)",
+            "FreeBSD's ftpd asks a 64 KB send buffer of the data sockets it connects "
+            "(getdatasock: SO_SNDBUF 65536); ours keep the stack's 32 KB",
         )),
 }
 DEFAULT_STACK = "linux"
+
+
+# -- the ablation: today's stack with one mechanism of an era stack at a time ----------------------
+@dataclass(frozen=True)
+class Mechanism:
+    """One thing an era stack did otherwise than today's: the Stack fields and kernel switches
+    that make it, taken together because they are one mechanism (F-RTO, tail loss probes and
+    RACK are all loss detection the era had not; the initial RTO and its floor, TCP's timer)."""
+
+    name: str
+    description: str
+    fields: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+
+
+# Every field and switch in which a stack can differ from another is in one mechanism
+# (tests/unit/test_ablation.py), so an ablation leaves nothing of the era stack out.
+MECHANISMS = (
+    Mechanism("tcp-buffers", "TCP socket buffers (no autotuning)", ("tcp",)),
+    Mechanism("tcp-timers", "TCP initial RTO and RTO floor",
+              ("tcp_initial_rto_ms", "tcp_rto_min_ms")),
+    Mechanism("initcwnd", "TCP initial window", ("tcp_initcwnd",)),
+    Mechanism("loss-detection", "TCP loss detection without F-RTO, tail loss probes or RACK",
+              ("tcp_frto", "tcp_early_retrans", "tcp_recovery")),
+    Mechanism("limited-transmit", "TCP without limited transmit",
+              switches=("net.ipv4.tcp_limited_transmit",)),
+    Mechanism("prr", "TCP recovery without PRR (RFC 6582)", switches=("net.ipv4.tcp_prr",)),
+    Mechanism("abc", "TCP without byte counting", switches=("net.ipv4.tcp_abc",)),
+    Mechanism("handshake-retries", "TCP and SCTP handshake retries",
+              ("tcp_syn_retries", "tcp_synack_retries", "sctp_max_init_retransmits")),
+    Mechanism("sctp-buffers", "SCTP socket buffers", ("sctp",)),
+    Mechanism("sctp-timers", "SCTP RTO.Min, RTO.Initial, RTO.Max", ("sctp_rto_ms",)),
+    Mechanism("sctp-fast-rtx", "SCTP fast-retransmit threshold",
+              switches=("net.sctp.fast_rtx_threshold",)),
+    Mechanism("sctp-max-burst", "SCTP Max.Burst lowering cwnd for good",
+              switches=("net.sctp.max_burst_clamps_cwnd",)),
+    Mechanism("sctp-pf", "SCTP without the potentially-failed state", ("sctp_pf_enable",)),
+    Mechanism("ftpd-reply-on-close", "ftpd replying 226 once close() returns",
+              ("ftpd_reply_on_close",)),
+    Mechanism("ftp-active", "data connections by PORT (the server connects)", ("ftp_active",)),
+)
+# What names a stack or records where it came from, not how it behaves.
+NOT_MECHANISMS = ("name", "description", "sources", "switches", "not_applied", "ablation")
+
+
+def _switch(stack: Stack, key: str) -> str:
+    return stack.switches.get(key, KERNEL_SWITCHES[key])
+
+
+def mechanisms_between(today: Stack, era: Stack) -> list[Mechanism]:
+    """The mechanisms in which `era` differs from `today`, in MECHANISMS' order."""
+    return [m for m in MECHANISMS
+            if any(getattr(today, f) != getattr(era, f) for f in m.fields)
+            or any(_switch(today, k) != _switch(era, k) for k in m.switches)]
+
+
+def ablation_name(today: str, era: str, mechanism: str) -> str:
+    return f"{today}+{era}-{mechanism}"
+
+
+def with_mechanism(today: Stack, era: Stack, mechanism: Mechanism) -> Stack:
+    """`today` with `era`'s values for one mechanism, and nothing else of it."""
+    switches = {**today.switches, **{k: _switch(era, k) for k in mechanism.switches}}
+    return replace(
+        today, name=ablation_name(today.name, era.name, mechanism.name),
+        description=f"{today.name} with {era.name}'s {mechanism.description}",
+        switches={k: v for k, v in switches.items() if v != KERNEL_SWITCHES[k]},
+        sources=era.sources, not_applied=(), ablation=(today.name, era.name, mechanism.name),
+        **{f: getattr(era, f) for f in mechanism.fields})
+
+
+# The ablations the testbed runs: each era stack from today's.
+ABLATIONS = (("linux", "freebsd-4.6"),)
+ABLATION_SEPARATOR = ".."
+for _today, _era in ABLATIONS:
+    for _mechanism in mechanisms_between(STACKS[_today], STACKS[_era]):
+        _step = with_mechanism(STACKS[_today], STACKS[_era], _mechanism)
+        STACKS[_step.name] = _step
+
+
+def ablation_steps(today: str, era: str) -> list[str]:
+    """The stacks of an ablation, in order: today's, one per mechanism, the era's."""
+    return [today, *(ablation_name(today, era, m.name)
+                     for m in mechanisms_between(STACKS[today], STACKS[era])), era]
+
+
+def expand_stacks(names: list[str]) -> list[str]:
+    """An experiment file's stacks, where "TODAY..ERA" stands for that ablation's steps
+    (ablation_steps); each stack once, in the order first named."""
+    out: list[str] = []
+    for name in names:
+        today, sep, era = name.partition(ABLATION_SEPARATOR)
+        steps = ablation_steps(today, era) if sep and (today, era) in ABLATIONS else [name]
+        out += [s for s in steps if s not in out]
+    return out
 
 
 def refusal_without_switches(stack: str, backend: str) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis import scorecard
+from analysis import ablation, scorecard
 from analysis.scorecard import rules
 from experiments import claims, workloads
 from experiments.onhost import claims_plan, wall_profile
@@ -92,7 +92,8 @@ def handle(args: argparse.Namespace, prepare: Prepare) -> int:
     meta = {"quick": args.quick, "studies": studies or "all", "kernel": kernel or "default",
             "wall_s": round(time.monotonic() - started, 1),
             "experiments": scorecard.provenance(folders)}
-    paths = scorecard.write(verdicts, folder, meta, reports=folders)
+    paths = scorecard.write(verdicts, folder, meta, reports=folders,
+                            ablations=ablation.answers(args.results))
     print(summary(verdicts))
     print(f"scorecard: {paths['csv']}, {paths['html']}")
     if args.bench:

@@ -117,6 +117,11 @@ def group_of(columns: list[Columns], by_profile: bool) -> str:
     return " / ".join(p for p in parts if p) or "-"
 
 
+def stack_of_group(group: str) -> str:
+    """The stack a group names (group_of: the stack first)."""
+    return group.split(" / ")[0]
+
+
 def label(columns: Columns, skip: tuple[str, ...] = ("key",)) -> str:
     return " ".join(f"{k}={v}" for k, v in columns.items() if k not in skip)
 

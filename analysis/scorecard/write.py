@@ -17,7 +17,8 @@ from analysis.scorecard.card import Verdict
 
 COLUMNS = ("claim", "study", "section", "kind", "experiment", "metric", "group", "words",
            "published", "ours", "ours_low", "ours_high", "verdict", "points_measured",
-           "points", "why", "report", "explained_part", "explanation", "explanation_page")
+           "points", "why", "report", "explained_part", "explanation", "explanation_page",
+           "ablation", "ablation_page")
 
 
 def published_text(verdict: Verdict) -> str:
@@ -61,15 +62,18 @@ def counts(verdicts: list[Verdict]) -> dict[str, dict[str, int]]:
 
 def write(verdicts: list[Verdict], folder: Path, meta: dict[str, Any],
           reports: dict[str, Path] | None = None,
-          explanations: dict[str, explained.Explanation] | None = None) -> dict[str, Path]:
+          explanations: dict[str, explained.Explanation] | None = None,
+          ablations: dict[str, tuple[str, Path]] | None = None) -> dict[str, Path]:
     """`reports`: each experiment's result folder, whose report/report.html the page links to
     (where it has been drawn); `explanations`: claim id to what explains it (default: the
-    findings' explanations.toml)."""
+    findings' explanations.toml); `ablations`: claim id to the ablation's answer and its
+    table (analysis/ablation.py, `answers`)."""
     folder.mkdir(parents=True, exist_ok=True)
     links = report_links(folder, reports or {})
     known = explained.read() if explanations is None else explanations
     rows = [{**row(v), "report": links.get(v.claim.experiment, ""),
-             **explanation_columns(v, known.get(v.claim.id), folder)} for v in verdicts]
+             **explanation_columns(v, known.get(v.claim.id), folder),
+             **ablation_columns((ablations or {}).get(v.claim.id), folder)} for v in verdicts]
     paths = {"csv": folder / "scorecard.csv", "json": folder / "scorecard.json",
              "html": folder / "scorecard.html"}
     tmp = paths["csv"].with_suffix(".csv.tmp")
@@ -100,6 +104,12 @@ def explanation_columns(verdict: Verdict, explanation: explained.Explanation | N
     return {"explained_part": explanation.part, "explanation": explanation.says,
             "explanation_page": f"{os.path.relpath(explanation.page, folder)}: "
                                 f"{explanation.passage}"}
+
+
+def ablation_columns(answer: tuple[str, Path] | None, folder: Path) -> dict[str, str]:
+    if answer is None:
+        return {"ablation": "", "ablation_page": ""}
+    return {"ablation": answer[0], "ablation_page": os.path.relpath(answer[1], folder)}
 
 
 def report_links(folder: Path, reports: dict[str, Path]) -> dict[str, str]:
@@ -167,6 +177,9 @@ def _link(r: dict[str, Any]) -> str:
                      f'(<a href="{html.esc(page)}">{html.esc(passage)}</a>)')
     elif r["explained_part"] == "open":
         parts.append("<b>open</b>: not explained yet")
+    if r.get("ablation"):
+        parts.append(f'<b>ablation</b>: {html.esc(r["ablation"])} '
+                     f'(<a href="{html.esc(r["ablation_page"])}">the steps</a>)')
     return f"<td>{'<br>'.join(parts)}</td>"
 
 

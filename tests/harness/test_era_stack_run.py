@@ -1,9 +1,11 @@
 """The freebsd-4.6 stack in an FTP experiment, end to end on the project's kernel (virtual
 time), beside today's: each run records the era's switches and route metrics, and its pcap
 shows them: the data connection's first flight is one segment (Linux's ten under `linux`), and
-the client's TCP window stays within FreeBSD 4.6's 56 KB receive buffer. Runs of the two stacks
-share the kernel, so a run of `linux` after one of `freebsd-4.6` shows that nothing carried
-over."""
+the client's TCP window stays within FreeBSD 4.6's 56 KB receive buffer; the era's FTP
+programs: the server opens the data connections (PORT), and its 226 does not wait for the
+client to acknowledge the data's end, where today's waits a round trip or two. Runs of the two
+stacks share the kernel, so a run of `linux` after one of `freebsd-4.6` shows that nothing
+carried over."""
 from __future__ import annotations
 
 import csv
@@ -15,7 +17,7 @@ import pytest
 from experiments import tshark
 from experiments.stacks import KERNEL_SWITCHES, STACKS
 from tests.harness.conftest import harness
-from topology.net.path import CLIENT_IP
+from topology.net.path import CLIENT_IP, SERVER_IP
 
 EXPERIMENT = """\
 name = "era-stack"
@@ -86,6 +88,9 @@ def test_every_run_records_the_switches_and_route_metrics_of_its_stack(results):
         assert record["route_metrics"] == stack.route_metrics()
         assert {k: record["sysctls"][k] for k in KERNEL_SWITCHES} == {**KERNEL_SWITCHES,
                                                                        **stack.switches}
+        era = row["stack"] == "freebsd-4.6"
+        assert record["programs"] == {"ftpd": ["--reply-on-close"] if era else [],
+                                      "ftpc": ["--active"] if era else []}
     meta = json.loads((results / "meta.json").read_text())
     assert meta["experiment"]["stacks"]["freebsd-4.6"] == STACKS["freebsd-4.6"].record()
 
@@ -106,3 +111,30 @@ def test_the_client_advertises_at_most_freebsd_s_56_kb(results):
             windows = [int(w) for (w,) in tshark.fields(
                 pcap, ["tcp.window_size"], f"tcp && ip.src=={CLIENT_IP} && tcp.flags.syn == 0")]
             assert windows and max(windows) <= 57_344, max(windows)
+
+
+def test_the_era_s_server_opens_the_data_connections(results):
+    """Who sends each data connection's first packet (SYN, INIT): the server under PORT."""
+    openers = {}
+    for row in rows(results):
+        pcap = results / "pcaps" / f"{row['run_id']}.pcap"
+        found = ("tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.dstport != 21"
+                 if row["variant"] == "tcp" else "sctp.chunk_type == 1 && sctp.dstport != 21")
+        sources = {src for (src,) in tshark.fields(pcap, ["ip.src"], found)}
+        openers.setdefault(row["stack"], set()).update(sources)
+    assert openers == {"freebsd-4.6": {SERVER_IP}, "linux": {CLIENT_IP}}, openers
+
+
+def test_the_era_s_226_does_not_wait_for_the_end_to_be_acknowledged(results):
+    """From the file's last byte to its 226, at the client (phases close and reply): today's
+    ftpd replies once the client acknowledged the end, a round trip after the FIN (tcp) or two
+    after the last chunk (sctp-naive: SHUTDOWN, then its ACK); FreeBSD's at once."""
+    after = {}
+    for row in rows(results):
+        spent = float(row["phase_close_s"]) + float(row["phase_reply_s"])
+        after.setdefault((row["variant"], row["stack"]), []).append(spent)
+    rtt = 2 * HALF_RTT_S
+    assert all(s < 0.25 * rtt for s in after[("tcp", "freebsd-4.6")] +
+               after[("sctp-naive", "freebsd-4.6")]), after
+    assert all(s > 0.9 * rtt for s in after[("tcp", "linux")]), after
+    assert all(s > 1.9 * rtt for s in after[("sctp-naive", "linux")]), after

@@ -11,9 +11,10 @@ paths (each end binds its path-2 address too, and ftpc names the server's: --sct
 
 Its keys: `metric` (top level: which interval the studies measured), and in [matrix]
 `file_sizes`, `files`, `variants`, `parallel` (xftp's data connections per transfer, default
-[4]), `stacks` (the windows and timers of both transports: profiles.STACKS; "linux" when
-absent), `sctp_settings` (a list of tables, each a `name` and SCTP knobs of
-stacks.SCTP_KNOBS over [sctp]'s: failover thresholds, say; they multiply the SCTP variants
+[4]), `stacks` (the windows and timers of both transports: stacks.STACKS; "linux" when
+absent; "linux..freebsd-4.6" is that ablation's steps, stacks.expand_stacks),
+`sctp_settings` (a list of tables, each a `name` and SCTP knobs of stacks.SCTP_KNOBS over
+[sctp]'s: failover thresholds, say; they multiply the SCTP variants
 only). Points: path x loss x size x variant (xftp once per `parallel`) x TCP profile (the
 profiles multiply the TCP variants only) x stack x SCTP settings. Metrics: the transfer time
 read from the client's pcap (the deciding one), with the same interval from the client's own
@@ -38,6 +39,7 @@ from experiments.stacks import (
     SCTP_KNOBS,
     SCTP_PROFILE,
     STACKS,
+    expand_stacks,
     open_limits,
     sysctls_for,
 )
@@ -65,6 +67,9 @@ PIPELINED_VARIANTS = ("sctp-ms", "sctp-ms-cp", "tcp-pipelined")
 STRIPED_VARIANTS = ("xftp",)
 DEFAULT_PARALLEL = 4
 MAX_PARALLEL = 16      # ftpd's default --max-parallel
+# The variants with a data connection per file, which a stack's PORT mode applies to (ftpc
+# --active; sctp-ms and sctp-ms-cp have none, tcp-pipelined keeps one, xftp always listens)
+ACTIVE_VARIANTS = ("tcp", "sctp-naive")
 # block mode (tcp-pipelined): ftpd's blocks carry its default --chunk (65536) less the header
 BLOCK_MODE_PAYLOAD = {"tcp-pipelined": 65536 - 3}
 INTERVALS = {
@@ -259,7 +264,10 @@ class FtpMget:
         for variant in variants:
             reader.choice("matrix.variants", variant, VARIANTS, "variant")
         parallel = self._parallel(reader, matrix, variants)
-        stacks = matrix.get("stacks", [DEFAULT_STACK])
+        named = matrix.get("stacks", [DEFAULT_STACK])
+        if not isinstance(named, list) or not all(isinstance(s, str) for s in named):
+            raise reader.fail("matrix.stacks", "must be a list of stack names")
+        stacks = expand_stacks(named)
         if not stacks:
             raise reader.fail("matrix.stacks", "needs at least one stack profile")
         for stack in stacks:
@@ -411,6 +419,9 @@ class FtpMget:
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
                 "socket_options": stack.buffers(transport_of(point.get("variant")))
                 .program_options(),
+                "server_options": ["--reply-on-close"] if stack.ftpd_reply_on_close else [],
+                "client_options": (["--active"] if stack.ftp_active
+                                   and point.get("variant") in ACTIVE_VARIANTS else []),
                 "tcp_initial_rto_ms": (stack.tcp_initial_rto_ms
                                        if transport_of(point.get("variant")) == "tcp"
                                        else None)}
@@ -439,7 +450,9 @@ class FtpMget:
         shutil.rmtree(download, ignore_errors=True)
         download.mkdir(parents=True)
         timeout_s = run["timeout_s"]
-        client_options = list(order["socket_options"])
+        client_options = [*order["socket_options"], *order.get("client_options", [])]
+        record["programs"] = {"ftpd": order.get("server_options", []),
+                              "ftpc": order.get("client_options", [])}
         if order.get("parallel"):
             client_options += ["--parallel", str(order["parallel"])]
         # a data connection's opening is bounded by the stack's handshake, not the run's limit
@@ -449,6 +462,7 @@ class FtpMget:
         ftpd_argv = wrap(procedure.ftp_server_argv(order["ftpd"], order["data"], net.server_ip,
                                                    str(run_dir / "ftpd.log"), timeout_s,
                                                    options=[*order["socket_options"],
+                                                            *order.get("server_options", []),
                                                             *homes["server"]],
                                                    open_timeout_s=limits.get(
                                                        "ftpd_open_timeout_s")))
