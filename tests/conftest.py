@@ -37,9 +37,12 @@ KINDS = ("unit", "host", "kernel")
 # kernels that keep both cores busy, and beside them the real-time tests of the other worker
 # (a tcp-pipelined session under a sanitizer, the pcap-against-client agreements) missed
 # their limits. The capture of headers' own time check is a virtual-time run's, but the
-# wall-cpu clock charges busy time as the host spends it, so load moved it by 2.6 ms.
+# wall-cpu clock charges busy time as the host spends it, so load moved it by 2.6 ms. The wall
+# profile's stamps are the real-time smoke's too: beside it, one smoke run serves all four
+# (the smoke fixture is per test session, and each phase is one).
 SERIAL = ("core/test_fidelity_benchmark.py", "core/test_topologies.py", "virtual/",
-          "harness/test_smoke.py", "harness/test_phases.py", "core/test_era_switches.py",
+          "harness/test_smoke.py", "harness/test_phases.py", "harness/test_wall_profile.py",
+          "core/test_era_switches.py",
           "harness/test_era_stack_run.py", "harness/test_capture_of_headers.py",
           "unit/test_kernel_cancel.py", "bulkflow/test_kernel.py", "container/test_image.py",
           "slurm/")
