@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from experiments.stacks import DEFAULT_STACK
+from experiments.stacks import DEFAULT_STACK, STACKS, expand_stacks
 from topology.kernel.base import REAL_CLOCK
 from topology.kernel.metadata import clock
 
@@ -37,6 +37,20 @@ if TYPE_CHECKING:
 
 
 PROGRAMS_ENV = "TESTBED_PROGRAMS"
+
+
+def read_stacks(reader: Reader, matrix: dict[str, Any]) -> tuple[str, ...]:
+    """[matrix] `stacks`: the stack profiles its points run under (stacks.STACKS; "TODAY..ERA"
+    stands for that ablation's steps), DEFAULT_STACK where the file names none."""
+    named = matrix.get("stacks", [DEFAULT_STACK])
+    if not isinstance(named, list) or not all(isinstance(s, str) for s in named):
+        raise reader.fail("matrix.stacks", "must be a list of stack names")
+    stacks = expand_stacks(named)
+    if not stacks:
+        raise reader.fail("matrix.stacks", "needs at least one stack profile")
+    for stack in stacks:
+        reader.choice("matrix.stacks", stack, STACKS, "stack profile")
+    return tuple(stacks)
 
 
 class WorkloadError(RuntimeError):

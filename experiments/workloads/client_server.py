@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.inkernel.run_capture import CaptureSettings, RunCapture
+from topology.net.initial_rto import InitialRto
 
 from .. import procedure
 from ..procedure import RunFailure
@@ -192,3 +193,20 @@ def run_client(net: Topology, argv: Sequence[str], run_dir: Path, timeout_s: flo
     if record["client_status"] != 0:
         reason = (run_dir / "client.err").read_text(errors="replace").strip()
         raise RunFailure(f"the client failed ({record['client_status']}): {reason[-300:]}")
+
+
+# Linux's own initial RTO (TCP_TIMEOUT_INIT): a stack that keeps it needs no sock_ops program.
+LINUX_TCP_INITIAL_RTO_MS = 1000
+
+
+def under_initial_rto(initial_rto_ms: int | None, record: dict[str, Any],
+                      session: Callable[[Callable[[list[str]], list[str]]], None]) -> None:
+    """`session(wrap)`, where `wrap` puts a program's argv in a cgroup whose sock_ops program
+    answers TCP's initial RTO (topology/net/initial_rto.py) when the stack wants another than
+    Linux's; the run records it. Otherwise `wrap` leaves an argv as it is."""
+    if not initial_rto_ms or initial_rto_ms == LINUX_TCP_INITIAL_RTO_MS:
+        session(list)
+        return
+    with InitialRto(initial_rto_ms) as timer:
+        record["tcp_initial_rto"] = {"ms": initial_rto_ms, "cgroup": str(timer.cgroup)}
+        session(timer.wrap)

@@ -39,18 +39,28 @@ from experiments.stacks import (
     SCTP_KNOBS,
     SCTP_PROFILE,
     STACKS,
-    expand_stacks,
     open_limits,
     sysctls_for,
 )
 from experiments.tshark import Host
 from experiments.workloads import dataset
-from experiments.workloads.base import Metric, Point, WorkloadError, read_events, require_programs
-from experiments.workloads.client_server import require_intact, run_client, server_and_capture
+from experiments.workloads.base import (
+    Metric,
+    Point,
+    WorkloadError,
+    read_events,
+    read_stacks,
+    require_programs,
+)
+from experiments.workloads.client_server import (
+    require_intact,
+    run_client,
+    server_and_capture,
+    under_initial_rto,
+)
 from experiments.workloads.ftp_mget import paths as path_columns
 from experiments.workloads.ftp_mget.measure import WHOLE_IN_A_CAPTURE_OF_HEADERS
 from topology.net import topology_class
-from topology.net.initial_rto import InitialRto
 from topology.params import ParameterError
 
 if TYPE_CHECKING:
@@ -85,7 +95,6 @@ AGREEMENT_S = 0.001
 DOWNLOADS = "/run/testbed-downloads"   # the kernel's tmpfs
 LINUX_SCTP_RTO_MIN_MS = 1000
 LINUX_TCP_RTO_MIN_S = 0.2
-LINUX_TCP_INITIAL_RTO_MS = 1000
 FULL_PACKET_BITS = 1514 * 8
 FULL_PACKET_PAYLOAD = 1448   # a TCP segment's (SCTP DATA's is a little less) on the veth MTU
 PCAP_RECORD = 16             # a pcap record's header
@@ -264,14 +273,7 @@ class FtpMget:
         for variant in variants:
             reader.choice("matrix.variants", variant, VARIANTS, "variant")
         parallel = self._parallel(reader, matrix, variants)
-        named = matrix.get("stacks", [DEFAULT_STACK])
-        if not isinstance(named, list) or not all(isinstance(s, str) for s in named):
-            raise reader.fail("matrix.stacks", "must be a list of stack names")
-        stacks = expand_stacks(named)
-        if not stacks:
-            raise reader.fail("matrix.stacks", "needs at least one stack profile")
-        for stack in stacks:
-            reader.choice("matrix.stacks", stack, STACKS, "stack profile")
+        stacks = read_stacks(reader, matrix)
         return Settings(interval, sizes, files, tuple(variants), tuple(stacks), parallel,
                         self._sctp_settings(reader, matrix, variants))
 
@@ -431,13 +433,8 @@ class FtpMget:
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
         """The session; where the stack wants TCP's initial RTO other than Linux's, ftpd and
         ftpc run in a cgroup whose sock_ops program answers it."""
-        initial_rto_ms = run["workload"].get("tcp_initial_rto_ms")
-        if not initial_rto_ms or initial_rto_ms == LINUX_TCP_INITIAL_RTO_MS:
-            self.session(net, run, run_dir, record, mark, list)
-            return
-        with InitialRto(initial_rto_ms) as timer:
-            record["tcp_initial_rto"] = {"ms": initial_rto_ms, "cgroup": str(timer.cgroup)}
-            self.session(net, run, run_dir, record, mark, timer.wrap)
+        under_initial_rto(run["workload"].get("tcp_initial_rto_ms"), record,
+                          lambda wrap: self.session(net, run, run_dir, record, mark, wrap))
 
     def session(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None],

@@ -6,9 +6,11 @@
     of the one SCTP association. Every object checked against the page's SHA-256 digests.
 
 Its keys: [page] (objects, object_size, write_size, sctp_streams, sctp_scheduler), and in
-[matrix] `document_sizes` and `transports` (tcp, sctp). With objects = 0 the run is the
-study's single-file test. Points: path x loss x document size x transport x TCP profile (the
-profiles multiply TCP only). Metrics, from the client's pcap: the page time (the document's
+[matrix] `document_sizes`, `transports` (tcp, sctp) and `stacks` (the hosts' windows and
+timers, stacks.STACKS: their socket buffers go to httpd and httpc, their initial TCP RTO
+through sock_ops; "linux" when absent). With objects = 0 the run is the study's single-file
+test. Points: path x loss x document size x transport x TCP profile (the profiles multiply
+TCP only) x stack. Metrics, from the client's pcap: the page time (the document's
 request leaving the client to the last object's last byte deliverable; the deciding one), the
 document's time, the objects' time (their first request to the last one's last byte); the
 same page time from httpc's own clock as a cross-check (beyond 10 ms and 2% the run is
@@ -24,10 +26,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
-from experiments.stacks import SCTP_PROFILE
+from experiments.stacks import DEFAULT_STACK, SCTP_PROFILE, STACKS
 from experiments.workloads import dataset
-from experiments.workloads.base import Metric, Point, WorkloadError, read_events, require_programs
-from experiments.workloads.client_server import require_intact, run_client, server_and_capture
+from experiments.workloads.base import (
+    Metric,
+    Point,
+    WorkloadError,
+    read_events,
+    read_stacks,
+    require_programs,
+)
+from experiments.workloads.client_server import (
+    require_intact,
+    run_client,
+    server_and_capture,
+    under_initial_rto,
+)
 from experiments.workloads.ftp_mget.workload import parse_size, size_label
 from topology.net.path import CLIENT_IP, SERVER_IP
 
@@ -52,8 +66,6 @@ AGREEMENT_SHARE = 0.02
 MAX_DOCUMENT = 64 << 20
 MAX_OBJECTS = 1000
 SCHEDULERS = ("rr", "fcfs")
-LINUX_SCTP_RTO_MIN_S = 1.0
-LINUX_TCP_RTO_MIN_S = 0.2
 OBJECT_COLUMNS = ("object", "target", "stream", "status", "body_bytes", "request_s",
                   "first_byte_s", "complete_s", "client_request_s", "client_complete_s")
 
@@ -67,6 +79,7 @@ class Settings:
     write_size: int = 1024
     sctp_streams: int = 10
     sctp_scheduler: str = "rr"
+    stacks: tuple[str, ...] = (DEFAULT_STACK,)
 
 
 class HttpPage:
@@ -74,7 +87,7 @@ class HttpPage:
     topologies = ("path",)
     data_direction = {"path": "down"}    # answers: server to client
     top_keys: dict[str, Any] = {}
-    matrix_keys = {"document_sizes": list, "transports": list}
+    matrix_keys = {"document_sizes": list, "transports": list, "stacks": list}
     table = "page"
     table_keys = {"objects": int, "object_size": (int, str), "write_size": int,
                   "sctp_streams": int, "sctp_scheduler": str}
@@ -93,7 +106,7 @@ class HttpPage:
     )
     default_metric = "page_time_s"
     point_columns = ("path", "loss", "document_size", "objects", "object_size", "transport",
-                     "profile")
+                     "profile", "stack")
     run_columns = ("page_time_s", "client_page_time_s", "pcap_client_diff_ms", "flagged",
                    "document_time_s", "objects_time_s", "connections", "handshakes",
                    "retransmissions", "timeouts", "server_data_packets")
@@ -125,7 +138,8 @@ class HttpPage:
                                      page.get("object_size", 4096)),
             write_size=page.get("write_size", 1024),
             sctp_streams=page.get("sctp_streams", 10),
-            sctp_scheduler=page.get("sctp_scheduler", "rr"))
+            sctp_scheduler=page.get("sctp_scheduler", "rr"),
+            stacks=read_stacks(reader, matrix))
         if not 0 <= settings.objects <= MAX_OBJECTS:
             raise reader.fail("page.objects", f"0 to {MAX_OBJECTS} embedded objects")
         if not 0 <= settings.object_size <= MAX_DOCUMENT:
@@ -138,8 +152,10 @@ class HttpPage:
         return settings
 
     def record(self, settings: Settings) -> dict[str, Any]:
-        return {"page": {**vars(settings), "document_sizes": list(settings.document_sizes),
+        return {"stacks": {name: STACKS[name].record() for name in settings.stacks},
+                "page": {**vars(settings), "document_sizes": list(settings.document_sizes),
                          "transports": list(settings.transports),
+                         "stacks": list(settings.stacks),
                          "mapping": "TCP: one persistent connection, the objects' requests "
                                     "pipelined; SCTP: one association, each request on the "
                                     "first free stream and its answer on that stream",
@@ -155,16 +171,25 @@ class HttpPage:
                 for size in settings.document_sizes:
                     for transport in settings.transports:
                         for tcp_profile in experiment.tcp_profiles:
-                            profile = tcp_profile if transport == "tcp" else SCTP_PROFILE
-                            key = (f"{path.name}_loss{loss:g}_{size_label(size) if size else 0}"
-                                   f"+{settings.objects}x{size_label(settings.object_size)}"
-                                   f"_{transport}_{profile}")
-                            seen.setdefault(key, Point(key, path.name, loss, profile, (
-                                ("path", path.name), ("loss", loss), ("document_size", size),
-                                ("objects", settings.objects),
-                                ("object_size", settings.object_size),
-                                ("transport", transport), ("profile", profile))))
+                            for stack in settings.stacks:
+                                point = self._point(settings, path.name, loss, size,
+                                                    transport, tcp_profile, stack)
+                                seen.setdefault(point.key, point)
         return list(seen.values())
+
+    @staticmethod
+    def _point(settings: Settings, path: str, loss: float, size: int, transport: str,
+               tcp_profile: str, stack: str) -> Point:
+        """A point's key names its stack where that is not the default one, so that the keys
+        of result sets from before the stack axis stay theirs."""
+        profile = tcp_profile if transport == "tcp" else SCTP_PROFILE
+        key = (f"{path}_loss{loss:g}_{size_label(size) if size else 0}"
+               f"+{settings.objects}x{size_label(settings.object_size)}_{transport}_{profile}"
+               + ("" if stack == DEFAULT_STACK else f"_{stack}"))
+        return Point(key, path, loss, profile, (
+            ("path", path), ("loss", loss), ("document_size", size),
+            ("objects", settings.objects), ("object_size", settings.object_size),
+            ("transport", transport), ("profile", profile), ("stack", stack)), stack)
 
     def estimate_s(self, experiment: Experiment, point: Point) -> float:
         path = experiment.network.entry(point.network)
@@ -194,7 +219,11 @@ class HttpPage:
               ) -> dict[str, Any]:
         settings: Settings = experiment.settings
         page = prepared["pages"][point.get("document_size")]
-        return {"transport": point.get("transport"), "root": str(page.root),
+        stack = STACKS[point.stack]
+        transport = point.get("transport")
+        return {"transport": transport, "root": str(page.root),
+                "socket_options": stack.buffers(transport).program_options(),
+                "tcp_initial_rto_ms": stack.tcp_initial_rto_ms if transport == "tcp" else None,
                 "paths": page.paths(), "expected": page.digests, "scratch": DOWNLOADS,
                 "write_size": settings.write_size, "streams": settings.sctp_streams,
                 "scheduler": settings.sctp_scheduler, **prepared["programs"]}
@@ -202,21 +231,30 @@ class HttpPage:
     # -- inside the kernel ---------------------------------------------------------------------
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
                 record: dict[str, Any], mark: Callable[[str], None]) -> None:
+        """The page fetch; where the stack wants TCP's initial RTO other than Linux's, httpd
+        and httpc run in a cgroup whose sock_ops program answers it."""
+        under_initial_rto(run["workload"].get("tcp_initial_rto_ms"), record,
+                          lambda wrap: self.session(net, run, run_dir, record, mark, wrap))
+
+    def session(self, net: Topology, run: dict[str, Any], run_dir: Path,
+                record: dict[str, Any], mark: Callable[[str], None],
+                wrap: Callable[[list[str]], list[str]]) -> None:
         order = run["workload"]
         download = Path(order["scratch"]) / run["id"]
         shutil.rmtree(download, ignore_errors=True)
         download.mkdir(parents=True)
         timeout_s = run["timeout_s"]
-        httpd_argv = procedure.http_server_argv(
+        buffers = order.get("socket_options", [])
+        httpd_argv = wrap(procedure.http_server_argv(
             order["httpd"], order["root"], SERVER_IP, str(run_dir / "httpd.log"), timeout_s,
             options=["--write-size", str(order["write_size"]), "--sctp-scheduler",
-                     order["scheduler"], "--max-sessions", "1"])
+                     order["scheduler"], "--max-sessions", "1", *buffers]))
         try:
             with server_and_capture(net, run, record, mark, httpd_argv,
                                     run_dir / "httpd.out"):
-                run_client(net, procedure.http_client_argv(
+                run_client(net, wrap(procedure.http_client_argv(
                     order["httpc"], order["transport"], SERVER_IP, str(download), timeout_s,
-                    order["paths"], options=["--streams", str(order["streams"])]),
+                    order["paths"], options=["--streams", str(order["streams"]), *buffers])),
                     run_dir, timeout_s, record, mark)
                 require_intact(download, order["expected"], "objects", mark)
         finally:
@@ -226,8 +264,9 @@ class HttpPage:
     def analyse(self, experiment: Experiment, run_dir: Path, record: dict[str, Any],
                 capture: Path | None) -> dict[str, Any]:
         transport = record["params"]["transport"]
-        rto_floor_s = LINUX_TCP_RTO_MIN_S if transport == "tcp" else \
-            experiment.sctp.get("rto_min_ms", 1000 * LINUX_SCTP_RTO_MIN_S) / 1000
+        stack = STACKS[record["params"].get("stack", DEFAULT_STACK)]
+        rto_floor_s = stack.tcp_rto_min_ms / 1000 if transport == "tcp" else \
+            experiment.sctp.get("rto_min_ms", stack.sctp_rto_ms[0]) / 1000
         return measure(run_dir, capture, transport, rto_floor_s)
 
 
