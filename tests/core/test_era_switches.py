@@ -161,8 +161,10 @@ def test_without_prr_new_data_waits_until_the_flight_is_under_ssthresh(seen):
 def test_without_byte_counting_slow_start_grows_by_half_per_round_trip(seen):
     out, _ = seen
     on, off = flight_per_round(out / "abc-on.pcap"), flight_per_round(out / "abc-off.pcap")
-    growth_on = [b / a for a, b in zip(on[2:5], on[3:6], strict=True)]
-    growth_off = [b / a for a, b in zip(off[2:5], off[3:6], strict=True)]
+    # rounds 1 to 4: the fifth's flight (320 segments, 37 ms at 100 Mbit/s) nearly fills its
+    # 50 ms round, so where a round's bin starts cuts it (172 segments in one CI run)
+    growth_on = [b / a for a, b in zip(on[1:4], on[2:5], strict=True)]
+    growth_off = [b / a for a, b in zip(off[1:4], off[2:5], strict=True)]
     print(f"flight per round: on {on}, off {off}")
     assert min(growth_on) >= 1.8, growth_on
     assert max(growth_off) <= 1.65, growth_off
