@@ -27,7 +27,7 @@ from experiments.benchmarks import cli as benchmarks_cli  # noqa: E402
 from experiments.deploy import cli as deploy_cli  # noqa: E402
 from experiments.onhost import cli as harness_cli  # noqa: E402
 from experiments.workloads.ftp_mget.report import cli as ftp_cli  # noqa: E402
-from testbed import ablation, reproduce  # noqa: E402
+from testbed import ablate, reproduce  # noqa: E402
 from topology import cli as topology_cli  # noqa: E402
 
 LAYERS = (harness_cli, analysis_cli, ftp_cli, topology_cli, benchmarks_cli, deploy_cli)
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             layer.add_commands(command)
     reproduce.add_command(command, report_data)
-    ablation.add_command(command)
+    ablate.add_command(command)
     return parser
 
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = command
     if args.command in FORWARDING:
         args.options = command
-    errors = tuple(error for layer in (*LAYERS, reproduce, ablation) for error in layer.ERRORS)
+    errors = tuple(error for layer in (*LAYERS, reproduce, ablate) for error in layer.ERRORS)
     try:
         return args.handler(args)
     except errors as error:
