@@ -31,6 +31,8 @@ COLUMNS = ("study", "claim", "words", "published", "step", "stack", "mechanism",
 # A share is only a share of something: beneath this move of the era stack (2%, on the log
 # scale), the era stack did not move the claim's number and no mechanism's share is given.
 LEAST_ERA_MOVE = math.log(1.02)
+# The kinds whose number is a ratio (of means, or of ratios along an axis): a move is a factor
+RATIO_KINDS = ("ratio", "same", "direction", "trend", "optimum")
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def steps(claim: Claim, verdicts: list[Verdict], order: list[str],
         return []
     ours = {s: v.ours() for s, v in found}
     base, era = ours.get(order[0]), ours.get(order[-1])
-    ratio = claim.kind in ("ratio", "same", "direction", "trend", "optimum")
+    ratio = claim.kind in RATIO_KINDS
     era_move = _log_move(era, base) if ratio else None
     out = []
     for stack, verdict in found:

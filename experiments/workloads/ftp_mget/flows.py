@@ -1,5 +1,6 @@
-"""Each connection or association as a capture on the client's interface saw it: when the
-client opened it and when its handshake completed there, every piece of data that reached the
+"""Each connection or association as a capture on the client's interface saw it: when it was
+opened (by the client; by the server for a data connection under PORT/EPRT) and when its
+handshake completed there, every piece of data that reached the
 client (where it sits in its stream, whether it was new, whether the sender had sent it
 before), the client's acknowledgements, and every packet's time (the teardown's last one among
 them).
@@ -41,8 +42,9 @@ class Flow:
     transport: str
     client_port: int
     server_port: int
-    opened_s: float | None = None    # the client's SYN or INIT
-    set_up_s: float | None = None    # the client's ACK of the SYN-ACK; the COOKIE ACK's arrival
+    opened_s: float | None = None    # the opener's SYN or INIT
+    set_up_s: float | None = None    # the opener's ACK of the SYN-ACK; the COOKIE ACK
+    opened_by_client: bool = True    # False: the server connected (PORT/EPRT)
     arrivals: list[Arrival] = field(default_factory=list)
     acks: list[float] = field(default_factory=list)      # the client's pure ACKs and SACKs
     packets: list[float] = field(default_factory=list)   # every packet, either way
@@ -84,7 +86,7 @@ class Coverage:
 
 def client_flows(pcap: Path, transport: str, client_ip: Host, whole_packets: bool = True
                  ) -> list[Flow]:
-    """The capture's flows in the order the client opened them (flows whose opening the capture
+    """The capture's flows in the order they were opened (flows whose opening the capture
     missed come first, by their first packet)."""
     if transport == "tcp":
         flows = _tcp_flows(pcap, client_ip)
@@ -111,13 +113,14 @@ def _tcp_flows(pcap: Path, client_ip: Host) -> list[Flow]:
         flow.packets.append(time_s)
         size = int(length or 0)
         if is_true(syn):
-            if from_client and not is_true(ack):
-                flow.opened_s = flow.opened_s if flow.opened_s is not None else time_s
-            elif not from_client:
+            if not is_true(ack) and flow.opened_s is None:
+                flow.opened_s, flow.opened_by_client = time_s, from_client
+            if not from_client:
                 isn[key] = int(seq)
             continue
-        if from_client and flow.set_up_s is None and flow.opened_s is not None:
-            flow.set_up_s = time_s   # the first packet after the SYN-ACK: the handshake's ACK
+        if flow.set_up_s is None and flow.opened_s is not None \
+                and from_client == flow.opened_by_client:
+            flow.set_up_s = time_s   # the opener's first packet after the SYN-ACK: its ACK
         if from_client:
             if size == 0 and is_true(ack) and not is_true(fin):
                 flow.acks.append(time_s)
@@ -178,9 +181,9 @@ def _sctp_flows(pcap: Path, client_ip: Host, whole_packets: bool) -> list[Flow]:
         key = (sport, dport) if from_client else (dport, sport)
         flow = flows.setdefault(key, Flow("sctp", *key))
         flow.packets.append(time_s)
-        if from_client and INIT in kinds and flow.opened_s is None:
-            flow.opened_s = time_s
-        if not from_client and COOKIE_ACK in kinds and flow.set_up_s is None:
+        if INIT in kinds and flow.opened_s is None:
+            flow.opened_s, flow.opened_by_client = time_s, from_client
+        if COOKIE_ACK in kinds and flow.set_up_s is None and from_client != flow.opened_by_client:
             flow.set_up_s = time_s
         if from_client:
             if SACK in kinds:

@@ -13,7 +13,8 @@ in this order:
     request   its commands and their replies: PASV/EPSV, SIZE, RETR, up to its first data byte
               (less the set-up below)
     setup     the data connection's handshake: the client's SYN to its ACK of the SYN-ACK, or
-              the client's INIT to the COOKIE ACK's arrival
+              the client's INIT to the COOKIE ACK's arrival; under PORT/EPRT the server's SYN
+              to its ACK's arrival, or its INIT's arrival to the client's COOKIE ACK
     data      the first data byte to the last new one
     close     the last data byte to the data connection's last packet before the 226: FIN
               exchange or SHUTDOWN, SHUTDOWN-ACK, SHUTDOWN-COMPLETE
@@ -217,7 +218,7 @@ def _announced(text: str) -> int | None:
 
 
 def _sources(flows: list[Flow], transfers: list[_Transfer]) -> list[_Source]:
-    """A data connection per attempt in the order the client opened them, a transfer's data on
+    """A data connection per attempt in the order they were opened, a transfer's data on
     its last attempt's; with none (multistreaming), the control association's stream 1,
     transfers end to end. Only flows the capture saw opening count: the previous session's
     may still be closing when the capture starts."""
