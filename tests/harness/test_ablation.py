@@ -30,7 +30,7 @@ def ablated(tmp_path_factory) -> tuple[Path, str]:
                      ('file_sizes = ["10K", "1M"]', 'file_sizes = ["200K"]'),
                      ("files = 10\n", "files = 3\n"),
                      ("min = 3\nmax = 30", "min = 2\nmax = 2"),
-                     ("timeout_s = 7200", "timeout_s = 600")):
+                     ("timeout_s = 21600", "timeout_s = 600")):
         assert old in text
         text = text.replace(old, new)
     experiment = scratch / "ablation-small.toml"
