@@ -214,13 +214,16 @@ COLOURS = {rules.REPRODUCED: "#2e7d32", rules.DIRECTION_ONLY: "#9e9d24",
 
 
 def figure(table: Table, path: Path) -> None:
-    """A panel per claim: ours with its interval on every step, on a log axis, coloured by
-    verdict, with the published number as a line."""
+    """A panel per claim whose number is a ratio: ours with its interval on every step, on a
+    log axis, coloured by verdict, with the published number as a line (the other claims are
+    in the table only)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+    table = [(c, s) for c, s in table if c.kind in RATIO_KINDS] or table[:1]
     panels = max(1, len(table))
     fig, axes = plt.subplots(panels, 1, figsize=(7, 0.32 * sum(len(s) + 3 for _, s in table)
                                                  + 0.5), squeeze=False)
@@ -239,6 +242,8 @@ def figure(table: Table, path: Path) -> None:
             ax.legend(fontsize=7, loc="best")
         if all(s.ours and s.ours[1] > 0 for s in shown) and shown:
             ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.axvline(1.0, color="#9e9e9e", linewidth=0.6)
         ax.set_title(f"{claim.id}: {claim.words}", fontsize=8, loc="left")
         ax.tick_params(axis="x", labelsize=7)

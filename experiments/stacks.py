@@ -296,6 +296,12 @@ STACKS: dict[str, Stack] = {
             "the handshakes' retry schedules: Linux's (tcp_syn_retries, max_init_retransmits)",
             "FreeBSD's ftpd asks a 64 KB send buffer of the data sockets it connects "
             "(getdatasock: SO_SNDBUF 65536); ours keep the stack's 32 KB",
+            "TCP's backoff ceiling: FreeBSD's TCPTV_REXMTMAX (64 s, tcp_timer.h), Linux's "
+            "TCP_RTO_MAX (120 s)",
+            "a closed socket's retransmissions: FreeBSD retries a connection TCP_MAXRXTSHIFT "
+            "(12) times whether or not it is closed, Linux an orphan tcp_orphan_retries "
+            "times (8): after ftpd's close without lingering, Linux can give up on a file's "
+            "last segments at 10% loss and the client waits for them",
         )),
 }
 DEFAULT_STACK = "linux"
