@@ -5,7 +5,6 @@ and the pcap shows the stack: the server's first flight of the document is one s
 freebsd-4.6 (ten under linux), and the client advertises at most its 56 KB receive buffer."""
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from experiments import tshark
 from experiments.stacks import KERNEL_SWITCHES, STACKS
-from tests.harness.conftest import REPO, harness
+from tests.harness.conftest import REPO, harness, rows
 from topology.net.path import CLIENT_IP, SERVER_IP
 
 HALF_RTT_S = 0.040
@@ -35,13 +34,8 @@ def results(tmp_path_factory) -> Path:
     return folder / "results" / "http-stacks"
 
 
-def rows(results: Path) -> list[dict[str, str]]:
-    with (results / "runs.csv").open() as handle:
-        return list(csv.DictReader(handle))
-
-
 def test_every_run_records_its_stack(results):
-    table = rows(results)
+    table = rows(results / "runs.csv")
     assert {(r["transport"], r["stack"]) for r in table} == {
         (t, s) for t in ("tcp", "sctp") for s in ("linux", "freebsd-4.6")}
     for row in table:
@@ -68,7 +62,7 @@ def first_flight(pcap: Path) -> int:
 
 def test_the_pcap_shows_the_stack(results):
     flights: dict[str, set[int]] = {}
-    for row in rows(results):
+    for row in rows(results / "runs.csv"):
         if row["transport"] != "tcp":
             continue
         pcap = results / row["pcap"]
