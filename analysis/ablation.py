@@ -14,6 +14,7 @@ scorecard shows each claim's answer beside its verdict (`answers`)."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -23,6 +24,7 @@ from typing import Any
 
 from analysis.scorecard import Verdict, rules
 from analysis.scorecard.card import stack_of_group
+from analysis.scorecard.write import write_whole
 from experiments.claims import Claim
 
 TODAY, ERA = "today", "era"
@@ -103,13 +105,14 @@ def _log_move(ours: tuple[float, float, float] | None,
     return math.log(ours[0] / base[0])
 
 
-def row(claim: Claim, step: Step) -> dict[str, Any]:
+def row(claim: Claim, step: Step, number: int) -> dict[str, Any]:
+    """The step's line of ablation.csv; `number`: its place, today's 0."""
     published = "" if claim.published is None else (
         f"{claim.published[0]:g}" if claim.published[0] == claim.published[1]
         else f"{claim.published[0]:g}-{claim.published[1]:g}")
     centre, low, high = step.ours if step.ours else (None, None, None)
     return {"study": claim.study, "claim": claim.id, "words": claim.words,
-            "published": published, "step": len(step.stack), "stack": step.stack,
+            "published": published, "step": number, "stack": step.stack,
             "mechanism": step.mechanism, "verdict": step.verdict.verdict, "ours": centre,
             "low": low, "high": high, "factor": step.factor, "share": step.share,
             "points": len(step.verdict.measured)}
@@ -132,42 +135,58 @@ def summary(table: Table) -> list[str]:
     for claim, claim_steps in table:
         line = (f"{claim.id}: {claim_steps[0].verdict.verdict} today, "
                 f"{claim_steps[-1].verdict.verdict} on the era stack")
-        movers = [s for s in claim_steps[1:-1] if s.share is not None]
-        if movers:
-            top = max(movers, key=lambda s: abs(s.share or 0.0))
+        top = _top_mover(claim_steps)
+        if top is not None:
             line += f"; most moved by {top.mechanism} (share {top.share:.2f})"
         lines.append(line)
     return lines
+
+
+def _top_mover(claim_steps: list[Step]) -> Step | None:
+    """The mechanism's step (neither end) with the largest share of the era's move."""
+    movers = [s for s in claim_steps[1:-1] if s.share is not None]
+    return max(movers, key=lambda s: abs(s.share or 0.0)) if movers else None
+
+
+def answer(claim_steps: list[Step]) -> str:
+    """The claim's answer in a line, as the scorecard shows it beside the claim's verdict."""
+    today, era = claim_steps[0], claim_steps[-1]
+    line = f"{today.verdict.verdict} on {today.stack}, {era.verdict.verdict} on {era.stack}"
+    top = _top_mover(claim_steps)
+    if top is not None and top.factor is not None and top.share is not None:
+        line += (f"; most moved by {top.mechanism} (x{top.factor:.3g}, "
+                 f"{top.share:.0%} of the era's move)")
+    return line
 
 
 def write(table: Table, order: list[str], mechanism_of: dict[str, str], out: Path,
           meta: dict[str, Any]) -> dict[str, Path]:
     """The four files under `out`, each written whole or not at all."""
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for claim, claim_steps in table:
-        for number, step in enumerate(claim_steps):
-            rows.append({**row(claim, step), "step": number})
+    rows = [row(claim, step, number) for claim, claim_steps in table
+            for number, step in enumerate(claim_steps)]
     paths = {"csv": out / "ablation.csv", "json": out / "ablation.json",
              "md": out / "ablation.md", "png": out / "ablation.png"}
-    _atomic(paths["csv"], _csv(rows))
+    write_whole(paths["csv"], _csv(rows))
     record = {"meta": meta, "order": order, "mechanisms": mechanism_of,
-              "claims": [{**row(c, s[0]), "steps": [
-                  {**row(c, x), "step": i, "per_point": [
-                      {"label": p.label, "verdict": p.verdict, "runs": list(p.runs),
-                       "estimate": None if p.estimate is None else
-                       [p.estimate.value, p.estimate.low, p.estimate.high]}
-                      for p in x.verdict.points]} for i, x in enumerate(s)]}
-                  for c, s in table]}
-    _atomic(paths["json"], json.dumps(record, indent=1, default=str) + "\n")
-    _atomic(paths["md"], markdown(table, meta))
+              "claims": [{"claim": c.id, "study": c.study, "words": c.words,
+                          "answer": answer(s), "steps": [
+                              {**row(c, x, i), "per_point": [_point(p) for p in x.verdict.points]}
+                              for i, x in enumerate(s)]}
+                         for c, s in table]}
+    write_whole(paths["json"], json.dumps(record, indent=1, default=str) + "\n")
+    write_whole(paths["md"], markdown(table, meta))
     figure(table, paths["png"])
     return paths
 
 
-def _csv(rows: list[dict[str, Any]]) -> str:
-    import io
+def _point(p: Any) -> dict[str, Any]:
+    est = p.estimate
+    return {"label": p.label, "verdict": p.verdict, "runs": list(p.runs),
+            "estimate": None if est is None else [est.value, est.low, est.high]}
 
+
+def _csv(rows: list[dict[str, Any]]) -> str:
     text = io.StringIO()
     writer = csv.DictWriter(text, COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
@@ -176,24 +195,18 @@ def _csv(rows: list[dict[str, Any]]) -> str:
     return text.getvalue()
 
 
-def _atomic(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    os.replace(partial, path)
-
-
 def _number(value: float | None, fmt: str = "{:.3g}") -> str:
     return "" if value is None or math.isnan(value) else fmt.format(value)
 
 
 def markdown(table: Table, meta: dict[str, Any]) -> str:
     lines = ["# Ablation: from today's stack to the era stack, one mechanism at a time", "",
-             f"Results: `{meta.get('folder', '')}`; kernel {meta.get('kernel', '?')}, "
+             f"Results: `{meta.get('folder', '')}`; kernel {meta.get('kernel_release', '?')}, "
              f"clock {meta.get('clock', '?')}. Ours: the scorecard's number with its 90% "
              "interval; factor: over today's; share: of the era stack's move (log scale).",
              ""]
     for claim, claim_steps in table:
-        published = row(claim, claim_steps[0])["published"] or "-"
+        published = row(claim, claim_steps[0], 0)["published"] or "-"
         lines += [f"## {claim.id}: {claim.words}", "",
                   f"Published: {published}. Kind: {claim.kind}.", "",
                   "| step | verdict | ours | 90% interval | factor | share | points |",
@@ -255,26 +268,15 @@ def figure(table: Table, path: Path) -> None:
 
 
 def answers(results_root: Path) -> dict[str, tuple[str, Path]]:
-    """Per claim, the ablation's answer in a line, and the table it comes from: every
-    results/<experiment>/ablation/ablation.json under `results_root` (the scorecard shows it
-    beside the claim's verdict). A file that cannot be read is passed over."""
+    """Per claim, the ablation's answer in a line (`answer`, as written into ablation.json),
+    and the table it comes from: every results/<experiment>/ablation/ablation.json under
+    `results_root`. A file that cannot be read is passed over."""
     out: dict[str, tuple[str, Path]] = {}
     for path in sorted(results_root.glob("*/ablation/ablation.json")):
         try:
             record = json.loads(path.read_text())
-            for claim in record["claims"]:
-                out[claim["claim"]] = (_answer(claim["steps"]), path.with_suffix(".md"))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            out.update({c["claim"]: (c["answer"], path.with_suffix(".md"))
+                        for c in record["claims"]})
+        except (OSError, ValueError, KeyError, TypeError):
             continue
     return out
-
-
-def _answer(steps: list[dict[str, Any]]) -> str:
-    today, era = steps[0], steps[-1]
-    line = (f"{today['verdict']} on {today['stack']}, {era['verdict']} on {era['stack']}")
-    movers = [s for s in steps[1:-1] if isinstance(s.get("share"), (int, float))]
-    if movers:
-        top = max(movers, key=lambda s: abs(s["share"]))
-        line += (f"; most moved by {top['mechanism']} (x{top['factor']:.3g}, "
-                 f"{top['share']:.0%} of the era's move)")
-    return line

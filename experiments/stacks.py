@@ -321,7 +321,7 @@ class Mechanism:
 
 
 # Every field and switch in which a stack can differ from another is in one mechanism
-# (tests/unit/test_ablation.py), so an ablation leaves nothing of the era stack out.
+# (tests/unit/test_ablation_stacks.py), so an ablation leaves nothing of the era stack out.
 MECHANISMS = (
     Mechanism("tcp-buffers", "TCP socket buffers (no autotuning)", ("tcp",)),
     Mechanism("tcp-timers", "TCP initial RTO and RTO floor",

@@ -58,8 +58,7 @@ def handle(args: argparse.Namespace) -> int:
     order, names = ablation.plan_of(result_set.meta)
     verdicts = scorecard.score(every, {c.experiment: folder for c in every})
     meta = {"study": args.study, "experiment": experiment.name, "folder": str(folder),
-            **{k: result_set.meta.get(k) for k in ("backend", "kernel_release", "clock")},
-            "kernel": result_set.meta.get("kernel_release")}
+            **{k: result_set.meta.get(k) for k in ("backend", "kernel_release", "clock")}}
     table = ablation.table_of(every, verdicts, order, names)
     paths = ablation.write(table, order, names, folder / "ablation", meta)
     print("\n".join(ablation.summary(table)))

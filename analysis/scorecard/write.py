@@ -89,8 +89,8 @@ def write(verdicts: list[Verdict], folder: Path, meta: dict[str, Any],
                             "ours_high": _num(r["ours_high"]),
                             "point_verdicts": [_point(p) for p in v.points]}
                            for r, v in zip(rows, verdicts, strict=True)]}
-    _atomic(paths["json"], json.dumps(document, indent=1) + "\n")
-    _atomic(paths["html"], page(verdicts, rows, meta, folder))
+    write_whole(paths["json"], json.dumps(document, indent=1) + "\n")
+    write_whole(paths["html"], page(verdicts, rows, meta, folder))
     return paths
 
 
@@ -137,7 +137,8 @@ def _point(p: Any) -> dict[str, Any]:
             "high": est.high if est else None}
 
 
-def _atomic(path: Path, text: str) -> None:
+def write_whole(path: Path, text: str) -> None:
+    """`text` into `path` whole or not at all (a reader never sees half of it)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)

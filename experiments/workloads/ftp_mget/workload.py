@@ -419,14 +419,11 @@ class FtpMget:
                 "multihoming": multihoming(experiment.network.kind, transport),
                 "data": str(data.root),
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
-                "socket_options": stack.buffers(transport_of(point.get("variant")))
-                .program_options(),
+                "socket_options": stack.buffers(transport).program_options(),
                 "server_options": ["--reply-on-close"] if stack.ftpd_reply_on_close else [],
                 "client_options": (["--active"] if stack.ftp_active
                                    and point.get("variant") in ACTIVE_VARIANTS else []),
-                "tcp_initial_rto_ms": (stack.tcp_initial_rto_ms
-                                       if transport_of(point.get("variant")) == "tcp"
-                                       else None)}
+                "tcp_initial_rto_ms": stack.tcp_initial_rto_ms if transport == "tcp" else None}
 
     # -- inside the kernel ---------------------------------------------------------------------
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
