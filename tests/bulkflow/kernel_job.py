@@ -141,6 +141,9 @@ def run_pair(src, dst, name: str, bindir: Path, recv_args: list, send_args: list
     send = popen_logged(src, [bindir / "bulkflow", "send", *send_args], f"{name}-send")
     try:
         if kill_receiver_after is not None:
+            # counted from the association, not the sender's start: a sender slow to start on
+            # a busy machine would otherwise find no receiver and fail with nothing sent
+            wait_for(WORK / f"{name}-send.jsonl", '"event":"connected"')
             time.sleep(kill_receiver_after)
             recv.kill()
         send_rc = send.wait(timeout)
