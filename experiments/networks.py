@@ -22,6 +22,9 @@ entry names are the topology's own (topology/net/<kind>.py: `network_keys`, `ent
                [[network.schedule]] at, link, and rate, delay, loss, loss_burst or down: the
                links change during every run, `at` counted from the moment the run's links
                are set, before its programs start (topology/net/schedule.py)
+               [[network.trace]] link, file: a link's rate (delay, loss) over time from a
+               CSV file beside the experiment file, replayed as changes of the schedule
+               (topology/net/trace.py)
 
 Every error names the file, the key and the reason (through the experiment file's reader)."""
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from topology.net import KINDS, fades, topology_class
+from topology.net import KINDS, fades, topology_class, trace
 from topology.net.base import MTU_RANGE
 from topology.net.dumbbell import MAX_PAIRS
 from topology.net.schedule import Change, ordered
@@ -82,8 +85,9 @@ class Network:
     queue_never_drops: bool = False
     loss_burst: float | None = None  # None: Bernoulli loss
     fade_s: float | None = None      # the loss in fades of this mean length in time
-    schedule: tuple[Change, ...] = ()
+    schedule: tuple[Change, ...] = ()  # the traces' changes among them
     second: LinkShape | None = None  # dualpath: path 2's own shape
+    traces: tuple[trace.Trace, ...] = ()
 
     @property
     def entry_table(self) -> str:
@@ -157,6 +161,8 @@ class Network:
             out["fade_s"] = self.fade_s
         if self.schedule:
             out["schedule"] = [c.to_dict() for c in self.schedule]
+        if self.traces:
+            out["traces"] = [t.record() for t in self.traces]
         if self.second is not None:
             out["path2"] = self.second.to_dict()
         return out
@@ -186,13 +192,25 @@ def read(reader: Reader, kind: str, table: dict[str, Any]) -> Network:
         network = replace(network, fade_s=fade)
     if "schedule" in table:
         network = replace(network, schedule=_schedule(reader, network, table["schedule"]))
-        touching = [i for i, c in enumerate(network.schedule)
-                    if network.fade_s and {"loss", "loss_burst", "down"} & set(c.settings)]
-        if touching:
-            raise reader.fail(f"network.schedule[{touching[0]}]",
-                              "with fades the loss is theirs: a change may set rate and "
-                              "delay only")
+        _no_loss_under_fades(reader, network, "schedule", network.schedule)
+    if "trace" in table:
+        traces = _traces(reader, network, table["trace"])
+        for i, read_trace in enumerate(traces):
+            _no_loss_under_fades(reader, network, f"trace[{i}].file", read_trace.changes[:1])
+        merged = sorted([*network.schedule, *(c for t in traces for c in t.changes)],
+                        key=lambda c: c.at_s)
+        network = replace(network, schedule=tuple(merged), traces=traces)
     return network
+
+
+def _no_loss_under_fades(reader: Reader, network: Network, where: str,
+                         changes: tuple[Change, ...]) -> None:
+    touching = [i for i, c in enumerate(changes)
+                if network.fade_s and {"loss", "loss_burst", "down"} & set(c.settings)]
+    if touching:
+        key = f"network.{where}[{touching[0]}]" if where == "schedule" else f"network.{where}"
+        raise reader.fail(key, "with fades the loss is theirs: a change may set rate and "
+                               "delay only")
 
 
 SCHEDULE_KEYS = {"at": str, "link": str, "rate": str, "delay": str, "loss": float,
@@ -219,14 +237,35 @@ def _schedule(reader: Reader, network: Network, values: list[Any]) -> tuple[Chan
         changes.append(reader.guard(where, lambda s, at=at, link=link: Change(at, link, s),
                                     settings))
     reader.guard("network.schedule", ordered, changes)
-    for entry in network.entries:
-        for i, change in enumerate(changes):
-            if change.link not in network.links(entry, 0.0):
-                raise reader.fail(f"network.schedule[{i}].link",
-                                  f"{network.entry_table} {entry.name!r} has no shaped link "
-                                  f"{change.link!r} (its links: "
-                                  f"{', '.join(network.links(entry, 0.0))})")
+    for i, change in enumerate(changes):
+        _check_link(reader, network, f"network.schedule[{i}].link", change.link)
     return tuple(changes)
+
+
+TRACE_KEYS = {"link": str, "file": str}
+
+
+def _traces(reader: Reader, network: Network, values: list[Any]) -> tuple[trace.Trace, ...]:
+    """Each trace read from its file (relative to the experiment file's folder), on a link
+    every entry has, one trace a link."""
+    traces: list[trace.Trace] = []
+    for where, value in _tables(reader, values, "trace", TRACE_KEYS):
+        link = reader.required(value, "link", where)
+        _check_link(reader, network, f"{where}.link", link)
+        if link in (t.link for t in traces):
+            raise reader.fail(f"{where}.link", f"link {link!r} has a trace already: one a link")
+        file = reader.file.parent / reader.required(value, "file", where)
+        traces.append(reader.guard(f"{where}.file", lambda f, link=link: trace.read(f, link),
+                                   file))
+    return tuple(traces)
+
+
+def _check_link(reader: Reader, network: Network, key: str, link: str) -> None:
+    for entry in network.entries:
+        if link not in network.links(entry, 0.0):
+            raise reader.fail(key, f"{network.entry_table} {entry.name!r} has no shaped link "
+                                   f"{link!r} (its links: "
+                                   f"{', '.join(network.links(entry, 0.0))})")
 
 
 def _paths(reader: Reader, kind: str, table: dict[str, Any], mtu: int | None) -> Network:

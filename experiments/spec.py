@@ -230,11 +230,17 @@ class Reader:
         """Every change falls inside a run and gives a possible link on every entry at every
         loss of the matrix."""
         network = experiment.network
-        for i, change in enumerate(network.schedule):
+        limit = f"past the run's limit (run.timeout_s = {experiment.run_timeout_s:g} s)"
+        for i, read_trace in enumerate(network.traces):
+            last = read_trace.changes[-1].at_s
+            if last >= experiment.run_timeout_s:
+                raise self.fail(f"network.trace[{i}].file",
+                                f"{read_trace.file}: its last row, at {last:g} s, is {limit}")
+        from_traces = {id(c) for t in network.traces for c in t.changes}
+        listed = [c for c in network.schedule if id(c) not in from_traces]
+        for i, change in enumerate(listed):
             if change.at_s >= experiment.run_timeout_s:
-                raise self.fail(f"network.schedule[{i}].at",
-                                f"{change.at_s:g} s is past the run's limit "
-                                f"(run.timeout_s = {experiment.run_timeout_s:g} s)")
+                raise self.fail(f"network.schedule[{i}].at", f"{change.at_s:g} s is {limit}")
         for entry in network.entries if network.schedule else ():
             for loss in experiment.losses:
                 self.guard("network.schedule",

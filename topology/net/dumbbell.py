@@ -39,7 +39,8 @@ class Dumbbell(Topology):
     kind = "dumbbell"
     network_keys = {"access_rate": str, "access_delay": str, "access_queue": str, "mtu": int,
                     "loss_on": str, "bottlenecks": list, "queue_never_drops": bool,
-                    "loss_burst": float, "fade": str, "schedule": list}
+                    "loss_burst": float, "fade": str, "schedule": list,
+                    "trace": list}
     entry_table = "bottlenecks"
     entry_keys = {"name": str, "pairs": int, "rate": str, "delay": str, "queue": str}
     named_link = "bottleneck-up"

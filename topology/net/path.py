@@ -23,7 +23,8 @@ CLIENT_IP, CLIENT_GW = "10.0.1.1", "10.0.1.254"
 SERVER_IP, SERVER_GW = "10.0.2.1", "10.0.2.254"
 # the [network] table of a topology whose axis is its paths (path and dualpath)
 PATH_NETWORK_KEYS = {"queue": str, "paths": list, "mtu": int, "queue_never_drops": bool,
-                     "loss_burst": float, "fade": str, "schedule": list}
+                     "loss_burst": float, "fade": str, "schedule": list,
+                     "trace": list}
 PATH_ENTRY_KEYS = {"name": str, "rate": str, "delay": str, "queue": str}
 
 
