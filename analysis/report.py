@@ -9,6 +9,8 @@ no workload. A result folder of a workload without a report still gets the commo
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -70,11 +72,45 @@ def build_figures(results: ResultSet, module: ModuleType | None, log_scale: bool
                                 problems if problems is not None else [])
 
 
+# in a report's folder: what it was drawn from (drawn_from), so that a command that draws it
+# again from the same runs with the same code can leave it as it is
+DRAWN_FROM = "drawn-from.json"
+RESULT_FILES = ("runs.csv", "summary.csv", "meta.json", "matrix.json")
+
+
+def drawn_from(results: ResultSet, module: ModuleType | None, log_scale: bool = False,
+               run_ids: list[str] | None = None) -> str:
+    """A digest of what a report is drawn from: the result folder's tables and records, the
+    options, and the code that draws it (this package's and the workload's report's)."""
+    digest = hashlib.sha256(json.dumps([log_scale, run_ids]).encode())
+    for name in RESULT_FILES:
+        path = results.root / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
+    code = sorted(Path(__file__).parent.rglob("*.py"))
+    if module is not None and getattr(module, "__file__", None):
+        code += sorted(Path(module.__file__).parent.rglob("*.py"))
+    for path in code:
+        digest.update(str(path).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def is_current(results: ResultSet, module: ModuleType | None, out: Path | None = None) -> bool:
+    """Whether the report in `out` was drawn from these runs by this code (and is whole)."""
+    folder = Path(out) if out else results.root / "report"
+    try:
+        stamp = json.loads((folder / DRAWN_FROM).read_text())
+    except (OSError, ValueError):
+        return False
+    return (folder / "report.html").is_file() and stamp.get("digest") == drawn_from(results,
+                                                                                    module)
+
+
 def write(results: ResultSet, module: ModuleType | None, out: Path | None = None,
           log_scale: bool = False, run_ids: list[str] | None = None) -> Report:
     """The report of `results`; `module` is its workload's report (None: the common report)."""
     report = Report(Path(out) if out else results.root / "report")
     report.folder.mkdir(parents=True, exist_ok=True)
+    (report.folder / DRAWN_FROM).unlink(missing_ok=True)
     if module is None:
         report.problems.append(f"no figures for the {results.workload!r} workload in this "
                                "version of the testbed: the common report only")
@@ -86,6 +122,10 @@ def write(results: ResultSet, module: ModuleType | None, out: Path | None = None
     for name, (columns, rows) in (module.tables(results) if module else {}).items():
         report.tables[name] = write_csv(report.folder / f"{name}.csv", rows, columns)
     report.html.write_text(render(results, report, log_scale, module))
+    if not report.problems:
+        # a report with problems is drawn again next time: they may be gone
+        (report.folder / DRAWN_FROM).write_text(json.dumps(
+            {"digest": drawn_from(results, module, log_scale, run_ids)}) + "\n")
     return report
 
 

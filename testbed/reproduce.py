@@ -125,7 +125,8 @@ def write_bench(out: Path, every: list[claims.Claim], jobs: list[claims_plan.Job
 
 
 def draw_reports(folders: dict[str, Path], prepare: Prepare) -> None:
-    """Each experiment's report, which explains its verdicts (a folder without runs is left)."""
+    """Each experiment's report, which explains its verdicts (a folder without runs is left, and
+    a report already drawn from the same runs by the same code)."""
     from analysis import report, results
 
     for folder in folders.values():
@@ -133,9 +134,11 @@ def draw_reports(folders: dict[str, Path], prepare: Prepare) -> None:
             result_set = results.load(folder)
         except results.ResultError:
             continue
+        module = workloads.report_of(result_set.workload)
+        if report.is_current(result_set, module):
+            continue
         problems = prepare(result_set, None)
-        out = report.write(result_set, workloads.report_of(result_set.workload), None, False,
-                           None)
+        out = report.write(result_set, module, None, False, None)
         for problem in problems + out.problems:
             print(f"warning: {problem}", file=sys.stderr)
 

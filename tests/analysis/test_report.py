@@ -187,3 +187,23 @@ def test_a_result_folder_of_another_workload_gets_the_common_report(results_copy
         assert re.search(rf"<h2 id=\"s\d+\">{re.escape(section)}</h2>", text), section
     assert "Workload: video-stream" in text and "stall_s" in text
     assert not list((results_copy / "report").glob("*.png"))
+
+
+def test_a_report_knows_the_runs_and_code_it_was_drawn_from(results_copy):
+    """`testbed reproduce` leaves a report drawn from the same runs by the same code as it is;
+    a changed table, or a report cut short, is drawn again."""
+    from analysis import report, results
+    from experiments import workloads
+
+    make_report(results_copy)
+    loaded = results.load(results_copy)
+    module = workloads.report_of(loaded.workload)
+    assert report.is_current(loaded, module)
+    assert not report.is_current(loaded, module, results_copy / "elsewhere")
+    runs = results_copy / "runs.csv"
+    runs.write_text(runs.read_text() + "\n")
+    assert not report.is_current(results.load(results_copy), module)
+    make_report(results_copy)
+    assert report.is_current(results.load(results_copy), module)
+    (results_copy / "report" / "report.html").unlink()
+    assert not report.is_current(results.load(results_copy), module)

@@ -1,9 +1,10 @@
-"""A link schedule through the harness: an FTP mget whose data direction drops from 3 to
-1 Mbit/s while the files flow, and one whose data direction follows a rate trace (a CSV file
-beside the experiment file). The run's record says when each change was written, and the
-client's pcap shows the data arriving at each rate between its instants. In the inf-cpu clock, where computing is free: under wall-cpu a busy machine's CPU time
-lands in the run's clock (a CI run measured 2.18 of 3 Mbit/s before the change while the other
-worker's kernels ran), and the change's instant with it."""
+"""A link schedule through the harness: an FTP mget whose data direction drops from 3 to 1 Mbit/s
+while the files flow, and one whose data direction follows a rate trace (a CSV file beside the
+experiment file). The run's record says when each change was written, and the client's pcap
+shows the data arriving at each rate between its instants. In the inf-cpu clock, where
+computing is free: under wall-cpu a busy machine's CPU time lands in the run's clock (a CI run
+measured 2.18 of 3 Mbit/s before the change while the other worker's kernels ran), and the
+change's instant with it."""
 from __future__ import annotations
 
 import json
