@@ -64,15 +64,22 @@ class Samples:
     def __init__(self, results: ResultSet) -> None:
         self.results = results
         self.runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.ended: dict[str, int] = defaultdict(int)     # every run that ended, failed too
         for run in results.runs:
+            key = str(run["run_id"]).rsplit("_r", 1)[0]
+            self.ended[key] += 1
             if run.get("status") == "ok":
-                self.runs[str(run["run_id"]).rsplit("_r", 1)[0]].append(run)
+                self.runs[key].append(run)
         self.points: list[Columns] = [dict(p) for p in results.expected] or self._from_runs()
 
     def _from_runs(self) -> list[Columns]:
         columns = self.results.point_columns
         return [{"key": key, **{c: runs[0].get(c) for c in columns}}
                 for key, runs in self.runs.items()]
+
+    def outcome(self, point: Columns) -> tuple[int, int]:
+        """The point's runs that finished (status ok) and that ended."""
+        return len(self.runs.get(point["key"], [])), self.ended.get(point["key"], 0)
 
     def values(self, point: Columns, metric: str) -> list[float]:
         out = []
@@ -314,8 +321,21 @@ def _judge_optimum(claim: Claim, samples: Samples, points: list[Columns]
     return out
 
 
+def _judge_survives(claim: Claim, samples: Samples, points: list[Columns]
+                    ) -> list[tuple[str, PointVerdict]]:
+    out = []
+    for a, b in _pairs(claim, points):
+        judged = rules.survives(samples.outcome(a), samples.outcome(b))
+        shown = label({k: v for k, v in a.items() if k not in claim.compare})
+        out.append((group_of([a, b], by_profile="profile" not in claim.compare),
+                    PointVerdict(shown, judged.verdict, judged.estimate, judged.why,
+                                 (samples.outcome(a)[1], samples.outcome(b)[1]))))
+    return out
+
+
 JUDGES: dict[str, Judging] = {
     "direction": _judge_pairs, "ratio": _judge_pairs, "difference": _judge_pairs,
     "same": _judge_pairs, "value": _judge_single, "bound": _judge_single,
     "premise": _judge_premise, "trend": _judge_trend, "optimum": _judge_optimum,
+    "survives": _judge_survives,
 }

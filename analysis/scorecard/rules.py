@@ -203,6 +203,22 @@ def premise(samples: list[float]) -> Judged:
     return Judged(REPRODUCED, est, f"held in all {len(samples)} runs")
 
 
+def survives(a: tuple[int, int], b: tuple[int, int]) -> Judged:
+    """Each side's runs as (finished, ended): a's transfers finish where b's do not. The
+    number is the difference of the shares that finished (1: all of a's, none of b's)."""
+    (a_ok, a_all), (b_ok, b_all) = a, b
+    if a_all < 2 or b_all < 2:
+        return Judged(NOT_MEASURED, None, "fewer than two runs on a side")
+    share = a_ok / a_all - b_ok / b_all
+    est = Estimate(share, share, share, share != 0)
+    told = f"{a_ok} of {a_all} finished against {b_ok} of {b_all}"
+    if a_ok == a_all and b_ok == 0:
+        return Judged(REPRODUCED, est, told)
+    if share > 0:
+        return Judged(DIRECTION_ONLY, est, told)
+    return Judged(DIVERGES, est, told)
+
+
 def trend(ratios: list[tuple[list[float], list[float]]], expect: str) -> Judged:
     """a's ratio to b along an axis, in the axis's order: a's lead grows (`less`: the ratio
     falls) when the last value's interval lies wholly beyond the first's in that direction."""

@@ -200,6 +200,7 @@ RULES_HTML = (
     f"interval within {rules.SAME:.0%} of 1 reproduces; a significant difference beyond it "
     "diverges. <b>bound</b>: the interval wholly on the published side. <b>trend</b>: the "
     "ratio at the axis's end clearly beyond its start. <b>optimum</b>: the axis's last value "
-    "significantly worse than its best. <b>premise</b>: true in every run. A claim over "
+    "significantly worse than its best. <b>premise</b>: true in every run. <b>survives</b>: "
+    "every run of one side finishes and none of the other's. A claim over "
     "several points diverges if any diverges and reproduces if all do; not significant is "
     "inconclusive; a point with fewer than two runs a side is not measured.</p>")

@@ -27,11 +27,13 @@ KINDS: dict[str, tuple[str, ...]] = {
     "bound": ("published", "expect"),
     "optimum": ("axis",),
     "premise": (),
+    "survives": ("compare", "a", "b"),
 }
 CLAIM_KEYS = ("id", "section", "words", "kind", "experiment", "metric", "compare", "a", "b",
               "expect", "points", "except", "axis", "best", "published", "about", "sign",
               "unmeasured")
-FILE_KEYS = ("study", "experiment", "metric", "where", "claim", "quick")
+FILE_KEYS = ("study", "experiment", "metric", "where", "claim", "quick", "also")
+ALSO_KEYS = ("experiment", "suffix", "as")
 EXPECTS = ("less", "greater")
 BEST = "best"    # a side's value that means: the axis value with the best mean
 # columns every run has beside its workload's metrics (runs.csv), and metrics the scorecard
@@ -150,7 +152,41 @@ class ClaimReader:
                 raise self.fail(f"claim {claim.id}", "id used twice")
             seen.add(claim.id)
             claims.append(claim)
+        for where, also in self.also(data):
+            for index, entry in enumerate(entries):
+                if "experiment" in entry or "unmeasured" in entry:
+                    continue
+                copy = {**entry, "id": entry["id"] + also["suffix"],
+                        "experiment": also["experiment"],
+                        "words": f"{entry['words']} ({also['as']})"}
+                claim = self.claim(data, copy, index)
+                if claim.id in seen:
+                    raise self.fail(f"{where}.suffix", f"claim {claim.id}: id used twice")
+                seen.add(claim.id)
+                claims.append(claim)
         return claims
+
+    def also(self, data: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+        """`[[also]]`: another experiment every claim of the file (but those naming their own
+        experiment, and the unmeasured) is judged on too, as a copy whose id has `suffix` and
+        whose words end with `as`: the same finding on the setup as the study ran it."""
+        tables = data.get("also", [])
+        if not isinstance(tables, list):
+            raise self.fail("also", "a list of [[also]] tables")
+        out = []
+        for index, table in enumerate(tables):
+            where = f"also[{index}]"
+            if not isinstance(table, dict):
+                raise self.fail(where, f"a table of {', '.join(ALSO_KEYS)}")
+            for key in table:
+                if key not in ALSO_KEYS:
+                    raise self.fail(f"{where}.{key}", "unknown key (expected one of: "
+                                                      f"{', '.join(ALSO_KEYS)})")
+            for key in ALSO_KEYS:
+                if not isinstance(table.get(key), str) or not table[key]:
+                    raise self.fail(f"{where}.{key}", "missing (words)")
+            out.append((where, table))
+        return out
 
     def claim(self, defaults: dict[str, Any], entry: dict[str, Any], index: int) -> Claim:
         ident = entry.get("id")

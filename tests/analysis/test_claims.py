@@ -73,6 +73,37 @@ def test_a_good_claim_reads(tmp_path):
     assert claim.compare == ("variant",) and claim.points == {"file_size": (10240,)}
 
 
+ALSO = """
+[[also]]
+experiment = "demo"
+suffix = "-ab"
+as = "on the demo's paths"
+"""
+
+
+def test_also_judges_every_claim_on_a_second_experiment_too(tmp_path):
+    own = GOOD.replace('id = "x"', 'id = "y"').replace('section = "1"\n',
+                                                       'section = "1"\nexperiment = "fcs"\n')
+    own = own.replace('a = "sctp-ms"', 'a = "tcp"').replace("[10240]", "[204800]")
+    loaded = claims.load(write_claims(tmp_path, ALSO + GOOD + own))
+    assert [(c.id, c.experiment) for c in loaded] == [
+        ("x", "multistream"), ("y", "fcs"), ("x-ab", "demo")]
+    assert loaded[2].words == "w (on the demo's paths)"
+
+
+@pytest.mark.parametrize(("also", "message"), [
+    (ALSO.replace('suffix = "-ab"\n', ""), "also[0].suffix: missing"),
+    (ALSO.replace('as = ', 'colour = '), "also[0].colour: unknown key"),
+    (ALSO.replace('"demo"', '"nope"'), "claim x-ab: experiment: "),
+    (ALSO.replace('"-ab"', '""'), "also[0].suffix: missing"),
+])
+def test_a_bad_also_is_refused(tmp_path, also, message):
+    path = write_claims(tmp_path, also + GOOD)
+    with pytest.raises(claims.ClaimError) as error:
+        claims.load(path)
+    assert str(error.value).startswith(f"{path}: ") and message in str(error.value), error.value
+
+
 POINT_COLUMNS = ["path", "loss", "file_size", "files", "variant", "parallel", "profile", "stack"]
 
 
@@ -133,9 +164,48 @@ def test_the_scorecard_files(tmp_path):
     by_id = {r["claim"]: r for r in rows}
     assert by_id["E1.2"]["verdict"] == rules.REPRODUCED
     assert by_id["E1.11"]["verdict"] == rules.REPRODUCED            # no drops in any run
-    assert by_id["E2.6"]["verdict"] == rules.NOT_MEASURED and "argued" in by_id["E2.6"]["why"]
+    assert by_id["E2.6"]["verdict"] == rules.NOT_MEASURED and \
+        "no results of failover" in by_id["E2.6"]["why"]
     assert by_id["E2.1"]["verdict"] == rules.NOT_MEASURED           # no fcs results
     document = json.loads(paths["json"].read_text())
     assert sum(document["counts"]["E1"].values()) == sum(1 for r in rows if r["study"] == "E1")
     assert not math.isnan(float(by_id["E1.2"]["ours"]))
     assert "E1.2" in paths["html"].read_text()
+
+
+def test_survives_counts_the_runs_that_failed_too(tmp_path):
+    """E2.6 on a hand-made failover result set: SCTP's sessions finish under one setting and
+    not all under another, TCP's never do; each SCTP setting is a group of its own."""
+    folder = tmp_path / "failover"
+    folder.mkdir()
+    columns = ["path", "loss", "file_size", "files", "variant", "parallel", "profile", "stack",
+               "sctp_settings"]
+    outcomes = {("sctp-naive", "sctp", "linux-pf"): ["ok", "ok", "ok"],
+                ("sctp-naive", "sctp", "rfc4960-pmr5"): ["ok", "failed", "ok"],
+                ("tcp", "tcp-newreno", ""): ["failed", "failed", "failed"]}
+    points, runs = [], []
+    for (variant, profile, settings), statuses in outcomes.items():
+        point = {"path": "uav", "loss": 0.0, "file_size": 1048576, "files": 10,
+                 "variant": variant, "parallel": 0, "profile": profile, "stack": "linux",
+                 "sctp_settings": settings}
+        key = f"uav_{variant}_{settings or profile}"
+        points.append({"key": key, **point})
+        runs += [{"run_id": f"{key}_r{rep:03d}", **point, "rep": rep, "status": status,
+                  "transfer_time_s": 30.0 if status == "ok" else ""}
+                 for rep, status in enumerate(statuses, 1)]
+    with (folder / "runs.csv").open("w", newline="") as out:
+        writer = csv.DictWriter(out, list(runs[0]))
+        writer.writeheader()
+        writer.writerows(runs)
+    (folder / "summary.csv").write_text("point\n")
+    (folder / "matrix.json").write_text(json.dumps(
+        {"workload": "ftp-mget", "point_columns": columns, "points": points}))
+    (folder / "meta.json").write_text(json.dumps({"experiment": {"name": "failover"},
+                                                  "backend": "uml-virtual"}))
+    (e26,) = [c for c in claims.load_all(["E2"]) if c.id == "E2.6"]
+    verdicts = {v.group: v for v in scorecard.score([e26], {"failover": folder})}
+    pf, pmr5 = verdicts["linux / linux-pf / tcp-newreno"], \
+        verdicts["linux / rfc4960-pmr5 / tcp-newreno"]
+    assert pf.verdict == rules.REPRODUCED and pmr5.verdict == rules.DIRECTION_ONLY
+    assert pf.points[0].runs == (3, 3)
+    assert pmr5.points[0].why == "2 of 3 finished against 0 of 3"

@@ -77,6 +77,20 @@ def test_premise():
     assert judged.verdict == rules.DIVERGES and "1 of 3" in judged.why
 
 
+@pytest.mark.parametrize(("a", "b", "verdict", "share"), [
+    ((3, 3), (0, 3), rules.REPRODUCED, 1.0),
+    ((2, 3), (0, 3), rules.DIRECTION_ONLY, 2 / 3),
+    ((3, 3), (3, 3), rules.DIVERGES, 0.0),
+    ((0, 3), (3, 3), rules.DIVERGES, -1.0),
+    ((1, 1), (0, 3), rules.NOT_MEASURED, None),
+])
+def test_survives(a, b, verdict, share):
+    judged = rules.survives(a, b)
+    assert judged.verdict == verdict
+    assert (judged.estimate.value if judged.estimate else None) == \
+        (pytest.approx(share) if share is not None else None)
+
+
 def test_trend():
     growing = [(FAST, [11.0, 11.5, 10.5]), (FAST, [19.0, 21.0, 20.0])]   # 0.9 then 0.5
     assert rules.trend(growing, "less").verdict == rules.REPRODUCED

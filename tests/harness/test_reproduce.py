@@ -65,7 +65,11 @@ def test_the_runs_behind_a_verdict_are_in_the_quick_copies(quick):
         # a run may fail (E3's slowest bottleneck can leave a flow without counts over 30 s):
         # it is redone, and every point ends with its two runs that count
         points = list(csv.DictReader((folder / name / "summary.csv").open()))
-        assert points and all(int(p["n"]) == 2 for p in points), (name, points)
+        # but TCP's sessions over a path that dies (E2.6 counts them failing): given up
+        assert points and all(int(p["n"]) == 2 or (name == "failover-quick" and
+                                                   p["variant"] == "tcp" and
+                                                   p["status"] == "failed")
+                              for p in points), (name, points)
         runs = list(csv.DictReader((folder / name / "runs.csv").open()))
         for run in runs:
             assert (folder / name / run["pcap"]).stat().st_size > 0, run
