@@ -7,6 +7,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,14 +123,20 @@ def result_set(folder: Path, means: dict[tuple[str, str, str], list[float]]) -> 
                          "transfer_time_s": t, "queue_drops_data": 0})
     runs.append({**runs[0], "run_id": runs[0]["run_id"][:-3] + "099", "status": "failed",
                  "transfer_time_s": 1e-3})
+    return write_result_set(folder, "multistream", POINT_COLUMNS, points, runs)
+
+
+def write_result_set(folder: Path, experiment: str, columns: list[str],
+                     points: list[dict[str, Any]], runs: list[dict[str, Any]]) -> Path:
+    """The files of a result folder the scorecard reads, from hand-made points and runs."""
     with (folder / "runs.csv").open("w", newline="") as out:
         writer = csv.DictWriter(out, list(runs[0]))
         writer.writeheader()
         writer.writerows(runs)
     (folder / "summary.csv").write_text("point\n")
     (folder / "matrix.json").write_text(json.dumps(
-        {"workload": "ftp-mget", "point_columns": POINT_COLUMNS, "points": points}))
-    (folder / "meta.json").write_text(json.dumps({"experiment": {"name": "multistream"},
+        {"workload": "ftp-mget", "point_columns": columns, "points": points}))
+    (folder / "meta.json").write_text(json.dumps({"experiment": {"name": experiment},
                                                   "backend": "uml-virtual"}))
     return folder
 
@@ -193,15 +200,7 @@ def test_survives_counts_the_runs_that_failed_too(tmp_path):
         runs += [{"run_id": f"{key}_r{rep:03d}", **point, "rep": rep, "status": status,
                   "transfer_time_s": 30.0 if status == "ok" else ""}
                  for rep, status in enumerate(statuses, 1)]
-    with (folder / "runs.csv").open("w", newline="") as out:
-        writer = csv.DictWriter(out, list(runs[0]))
-        writer.writeheader()
-        writer.writerows(runs)
-    (folder / "summary.csv").write_text("point\n")
-    (folder / "matrix.json").write_text(json.dumps(
-        {"workload": "ftp-mget", "point_columns": columns, "points": points}))
-    (folder / "meta.json").write_text(json.dumps({"experiment": {"name": "failover"},
-                                                  "backend": "uml-virtual"}))
+    write_result_set(folder, "failover", columns, points, runs)
     (e26,) = [c for c in claims.load_all(["E2"]) if c.id == "E2.6"]
     verdicts = {v.group: v for v in scorecard.score([e26], {"failover": folder})}
     pf, pmr5 = verdicts["linux / linux-pf / tcp-newreno"], \

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments import spec
-from tests.unit.test_schedule_in_files import FILE
+from tests.unit.test_schedule_in_files import load as load_schedule
 
 TRACE = """# a downlink that fades and comes back
 at,rate,delay
@@ -34,9 +34,7 @@ loss = 0.01
 
 def load(tmp_path: Path, network: str, trace: str = TRACE) -> spec.Experiment:
     (tmp_path / "down.csv").write_text(trace)
-    path = tmp_path / "trial.toml"
-    path.write_text(FILE.format(name="trial", schedule=network))
-    return spec.load(str(path))
+    return load_schedule(tmp_path, network)
 
 
 def test_a_trace_becomes_changes_among_the_schedule_s_and_is_recorded(tmp_path):
