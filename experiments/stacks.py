@@ -151,6 +151,12 @@ class Stack:
     tcp_early_retrans: int = 3         # tail loss probes
     tcp_recovery: int = 1              # RACK loss detection
     sctp_pf_enable: int = 1            # RFC 7829's potentially-failed state
+    # How many retransmissions TCP makes before it gives up on a connection, and on one its
+    # program has closed: Linux 6.1's defaults (net/ipv4/tcp_ipv4.c, tcp_sk_init: tcp_retries2
+    # TCP_RETR2 15; tcp_orphan_retries 0, which net/ipv4/tcp_timer.c tcp_orphan_retries()
+    # reads as 8)
+    tcp_retries2: int = 15
+    tcp_orphan_retries: int = 0
     switches: dict[str, str] = field(default_factory=dict)   # KERNEL_SWITCHES it changes
     # The era's FTP programs where ours differ (ftp-impl/PROGRAMS.md): ftpd's 226 once
     # close() returns, not once the client acknowledged the end (--reply-on-close); data
@@ -176,6 +182,8 @@ class Stack:
                 "net.ipv4.tcp_frto": str(self.tcp_frto),
                 "net.ipv4.tcp_early_retrans": str(self.tcp_early_retrans),
                 "net.ipv4.tcp_recovery": str(self.tcp_recovery),
+                "net.ipv4.tcp_retries2": str(self.tcp_retries2),
+                "net.ipv4.tcp_orphan_retries": str(self.tcp_orphan_retries),
                 **KERNEL_SWITCHES, **self.switches}
 
     def route_metrics(self) -> dict[str, int]:
@@ -191,7 +199,8 @@ class Stack:
                         "initial_rto_ms": self.tcp_initial_rto_ms,
                         "rto_min_ms": self.tcp_rto_min_ms, "initcwnd": self.tcp_initcwnd,
                         "frto": self.tcp_frto, "early_retrans": self.tcp_early_retrans,
-                        "recovery": self.tcp_recovery},
+                        "recovery": self.tcp_recovery, "retries2": self.tcp_retries2,
+                        "orphan_retries": self.tcp_orphan_retries},
                 "sctp": {"sndbuf": self.sctp.sndbuf, "rcvbuf": self.sctp.rcvbuf,
                          "rto_min_ms": self.sctp_rto_ms[0],
                          "rto_initial_ms": self.sctp_rto_ms[1],
@@ -256,6 +265,7 @@ STACKS: dict[str, Stack] = {
         tcp_initial_rto_ms=3000, tcp_rto_min_ms=1000,
         sctp_rto_ms=RFC2960_SCTP_RTO_MS,
         tcp_initcwnd=1, tcp_frto=0, tcp_early_retrans=0, tcp_recovery=0, sctp_pf_enable=0,
+        tcp_retries2=12, tcp_orphan_retries=12,
         ftpd_reply_on_close=True, ftp_active=True,
         switches={"net.ipv4.tcp_limited_transmit": "0", "net.ipv4.tcp_prr": "0",
                   "net.ipv4.tcp_abc": "0", "net.sctp.fast_rtx_threshold": "4",
@@ -285,6 +295,11 @@ STACKS: dict[str, Stack] = {
             "and retrieve() then closes it without lingering: ftpd --reply-on-close",
             "STUDIES.md, E1 and E2's hosts: FreeBSD 4.6's FTP client and server, data "
             "connections by PORT (active): ftpc --active",
+            "tcp_timer.h TCP_MAXRXTSHIFT 12 (4.4BSD-Lite2's, and FreeBSD's tcp_timer.h "
+            "before and after 4.6; 4.6's own file not read): tcp_timer_rexmt() drops a "
+            "connection after 12 retransmissions, whether or not its program has closed it: "
+            "tcp_retries2 12, tcp_orphan_retries 12 (Linux gives an orphan 8, and after "
+            "ftpd's close without lingering gave up on a file's last segments at 10% loss)",
         ),
         not_applied=(
             "TCP's delayed ack: FreeBSD's is a fixed 100 ms timer (TCPTV_DELACK), Linux's "
@@ -298,10 +313,6 @@ STACKS: dict[str, Stack] = {
             "(getdatasock: SO_SNDBUF 65536); ours keep the stack's 32 KB",
             "TCP's backoff ceiling: FreeBSD's TCPTV_REXMTMAX (64 s, tcp_timer.h), Linux's "
             "TCP_RTO_MAX (120 s)",
-            "a closed socket's retransmissions: FreeBSD retries a connection TCP_MAXRXTSHIFT "
-            "(12) times whether or not it is closed, Linux an orphan tcp_orphan_retries "
-            "times (8): after ftpd's close without lingering, Linux can give up on a file's "
-            "last segments at 10% loss and the client waits for them",
         )),
 }
 DEFAULT_STACK = "linux"
@@ -333,6 +344,8 @@ MECHANISMS = (
               switches=("net.ipv4.tcp_limited_transmit",)),
     Mechanism("prr", "TCP recovery without PRR (RFC 6582)", switches=("net.ipv4.tcp_prr",)),
     Mechanism("abc", "TCP without byte counting", switches=("net.ipv4.tcp_abc",)),
+    Mechanism("tcp-give-up", "TCP retransmissions before it gives up, a closed socket's too",
+              ("tcp_retries2", "tcp_orphan_retries")),
     Mechanism("handshake-retries", "TCP and SCTP handshake retries",
               ("tcp_syn_retries", "tcp_synack_retries", "sctp_max_init_retransmits")),
     Mechanism("sctp-buffers", "SCTP socket buffers", ("sctp",)),
