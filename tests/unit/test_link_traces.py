@@ -12,6 +12,7 @@ import pytest
 
 from experiments import spec
 from tests.unit.test_schedule_in_files import load as load_schedule
+from topology.net import trace
 
 TRACE = """# a downlink that fades and comes back
 at,rate,delay
@@ -84,3 +85,13 @@ def test_a_bad_trace_is_refused_with_file_key_and_reason(tmp_path, network, trac
     message = str(refused.value)
     assert message.startswith(f"{tmp_path / 'trial.toml'}: {key}: "), message
     assert reason in message, message
+
+
+def test_a_trace_that_is_not_text_or_too_large_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "down.csv").write_bytes(b"at,rate\n0s,\xff\xfe\n")
+    with pytest.raises(spec.SpecError, match="network.trace.0..file: .*not a text file"):
+        load_schedule(tmp_path, USES)
+    monkeypatch.setattr(trace, "MAX_BYTES", 8)
+    (tmp_path / "down.csv").write_text(TRACE)
+    with pytest.raises(spec.SpecError, match="larger than"):
+        load_schedule(tmp_path, USES)

@@ -28,6 +28,7 @@ COLUMNS = {"rate": ("rate_bps", parse_rate), "delay": ("delay_s", parse_time),
 # a trace is replayed by one write per row at its instant; past this many rows a run's record
 # and its applier's pipe grow without a use a researcher has named
 MAX_ROWS = 100_000
+MAX_BYTES = 8 << 20    # read whole before the rows are counted: refused first by its size
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,7 @@ class Trace:
 
     def record(self) -> dict[str, Any]:
         return {"link": self.link, "file": str(self.file), "sha256": self.sha256,
-                "rows": len(self.changes),
-                "until_s": self.changes[-1].at_s if self.changes else 0.0}
+                "rows": len(self.changes), "until_s": self.changes[-1].at_s}
 
 
 def read(file: Path, link: str) -> Trace:
@@ -48,9 +48,13 @@ def read(file: Path, link: str) -> Trace:
     `at` or with an unknown column, a value that does not parse, a value no link can have or
     an instant that goes back is refused with the line it stands on."""
     try:
+        if file.stat().st_size > MAX_BYTES:
+            raise ParameterError(f"{file}: larger than {MAX_BYTES >> 20} MB, no trace")
         text = file.read_text()
     except OSError as error:
         raise ParameterError(f"cannot read the trace {file}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"{file}: not a text file (UTF-8)") from None
     lines = [(number, line) for number, line in enumerate(text.splitlines(), 1)
              if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
