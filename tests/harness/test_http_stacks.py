@@ -1,8 +1,9 @@
-"""http-page under a stack profile, end to end in virtual time (inf-cpu): the page at 3 Mbit/s and 80 ms,
-clean, over TCP and SCTP, on today's stack and on freebsd-4.6. Each run records its stack's
-switches, route metrics and initial TCP RTO, the point's key names a stack other than today's,
-and the pcap shows the stack: the server's first flight of the document is one segment under
-freebsd-4.6 (ten under linux), and the client advertises at most its 56 KB receive buffer."""
+"""http-page under a stack profile, end to end in virtual time (inf-cpu): the page at 3 Mbit/s and
+80 ms, clean, over TCP and SCTP, on today's stack and on freebsd-4.6. Each run records its
+stack's switches, route metrics and initial TCP RTO, the point's key names a stack other than
+today's, and the pcap shows the stack: the server's first flight of the document is one segment
+under freebsd-4.6 (ten under linux), and the client advertises at most its 56 KB receive
+buffer."""
 from __future__ import annotations
 
 import json
