@@ -29,6 +29,7 @@ entry names are the topology's own (topology/net/<kind>.py: `network_keys`, `ent
 Every error names the file, the key and the reason (through the experiment file's reader)."""
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -85,9 +86,15 @@ class Network:
     queue_never_drops: bool = False
     loss_burst: float | None = None  # None: Bernoulli loss
     fade_s: float | None = None      # the loss in fades of this mean length in time
-    schedule: tuple[Change, ...] = ()  # the traces' changes among them
+    listed: tuple[Change, ...] = ()  # [[network.schedule]]'s changes
     second: LinkShape | None = None  # dualpath: path 2's own shape
     traces: tuple[trace.Trace, ...] = ()
+
+    @functools.cached_property
+    def schedule(self) -> tuple[Change, ...]:
+        """Every change of a run in time order: the listed ones and the traces' rows."""
+        return tuple(sorted([*self.listed, *(c for t in self.traces for c in t.changes)],
+                            key=lambda c: c.at_s))
 
     @property
     def entry_table(self) -> str:
@@ -191,24 +198,20 @@ def read(reader: Reader, kind: str, table: dict[str, Any]) -> Network:
         reader.guard("network.fade", lambda v: fades.check(v, 0.0), fade)
         network = replace(network, fade_s=fade)
     if "schedule" in table:
-        network = replace(network, schedule=_schedule(reader, network, table["schedule"]))
-        _no_loss_under_fades(reader, network, "schedule", network.schedule)
+        network = replace(network, listed=_schedule(reader, network, table["schedule"]))
+        for i, change in enumerate(network.listed):
+            _no_loss_under_fades(reader, network, f"network.schedule[{i}]", change)
     if "trace" in table:
-        traces = _traces(reader, network, table["trace"])
-        for i, read_trace in enumerate(traces):
-            _no_loss_under_fades(reader, network, f"trace[{i}].file", read_trace.changes[:1])
-        merged = sorted([*network.schedule, *(c for t in traces for c in t.changes)],
-                        key=lambda c: c.at_s)
-        network = replace(network, schedule=tuple(merged), traces=traces)
+        network = replace(network, traces=_traces(reader, network, table["trace"]))
+        for i, read_trace in enumerate(network.traces):
+            # a trace's rows all set its header's columns: the first row says for all
+            _no_loss_under_fades(reader, network, f"network.trace[{i}].file",
+                                 read_trace.changes[0])
     return network
 
 
-def _no_loss_under_fades(reader: Reader, network: Network, where: str,
-                         changes: tuple[Change, ...]) -> None:
-    touching = [i for i, c in enumerate(changes)
-                if network.fade_s and {"loss", "loss_burst", "down"} & set(c.settings)]
-    if touching:
-        key = f"network.{where}[{touching[0]}]" if where == "schedule" else f"network.{where}"
+def _no_loss_under_fades(reader: Reader, network: Network, key: str, change: Change) -> None:
+    if network.fade_s and {"loss", "loss_burst", "down"} & set(change.settings):
         raise reader.fail(key, "with fades the loss is theirs: a change may set rate and "
                                "delay only")
 

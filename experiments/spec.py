@@ -236,9 +236,7 @@ class Reader:
             if last >= experiment.run_timeout_s:
                 raise self.fail(f"network.trace[{i}].file",
                                 f"{read_trace.file}: its last row, at {last:g} s, is {limit}")
-        from_traces = {id(c) for t in network.traces for c in t.changes}
-        listed = [c for c in network.schedule if id(c) not in from_traces]
-        for i, change in enumerate(listed):
+        for i, change in enumerate(network.listed):
             if change.at_s >= experiment.run_timeout_s:
                 raise self.fail(f"network.schedule[{i}].at", f"{change.at_s:g} s is {limit}")
         for entry in network.entries if network.schedule else ():

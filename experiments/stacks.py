@@ -295,8 +295,10 @@ STACKS: dict[str, Stack] = {
             "and retrieve() then closes it without lingering: ftpd --reply-on-close",
             "STUDIES.md, E1 and E2's hosts: FreeBSD 4.6's FTP client and server, data "
             "connections by PORT (active): ftpc --active",
-            "tcp_timer.h TCP_MAXRXTSHIFT 12 (4.4BSD-Lite2's, and FreeBSD's tcp_timer.h "
-            "before and after 4.6; 4.6's own file not read): tcp_timer_rexmt() drops a "
+            "sys/netinet/tcp_timer.h TCP_MAXRXTSHIFT 12: 4.6-RELEASE shipped rev. 1.18 "
+            "(RELENG_4's, 1999/12/29; rev. 1.18.2.1 is of 2002/08/16); read here in copies "
+            "of 4.4BSD-Lite2's file and of rev. 1.18 (Apple's xnu, which keeps its $FreeBSD "
+            "line), both 12, not in 4.6's own tree: tcp_timer_rexmt() drops a "
             "connection after 12 retransmissions, whether or not its program has closed it: "
             "tcp_retries2 12, tcp_orphan_retries 12 (Linux gives an orphan 8, and after "
             "ftpd's close without lingering gave up on a file's last segments at 10% loss)",

@@ -325,11 +325,12 @@ def _judge_survives(claim: Claim, samples: Samples, points: list[Columns]
                     ) -> list[tuple[str, PointVerdict]]:
     out = []
     for a, b in _pairs(claim, points):
-        judged = rules.survives(samples.outcome(a), samples.outcome(b))
+        sides = samples.outcome(a), samples.outcome(b)
+        judged = rules.survives(*sides)
         shown = label({k: v for k, v in a.items() if k not in claim.compare})
         out.append((group_of([a, b], by_profile="profile" not in claim.compare),
                     PointVerdict(shown, judged.verdict, judged.estimate, judged.why,
-                                 (samples.outcome(a)[1], samples.outcome(b)[1]))))
+                                 (sides[0][1], sides[1][1]))))
     return out
 
 
