@@ -33,6 +33,8 @@ packages=(
   mininet iproute2 ethtool iputils-ping python3-pyroute2
   # measurement and capture
   tcpdump tshark iperf3
+  # E3 in the simulator its study ran (experiments/fairness-ns2.toml): ns-2.35 with SCTP
+  ns2
   # the C programs: build, SCTP and capture libraries, FTP peers used by tests
   build-essential libsctp-dev libpcap-dev lksctp-tools curl lftp vsftpd
   # harness and analysis, and the venv the `testbed` command is installed in (with Debian's

@@ -65,6 +65,7 @@ class Experiment:
     snaplen: int = 0
     capture: str = "whole"             # or "headers": CAPTURES
     slurm: SlurmSettings = SlurmSettings()
+    simulator: str = ""                # "": the pinned kernel; else the workload's model of it
 
     @property
     def kind(self) -> Workload:
@@ -83,13 +84,14 @@ class Experiment:
             "repetitions": vars(self.repetitions), "seed": self.seed,
             "run_timeout_s": self.run_timeout_s, "snaplen": self.snaplen,
             "capture": self.capture, "slurm": self.slurm.record(),
+            "simulator": self.simulator or None,
             "metrics": {m.name: m.description for m in self.kind.metrics},
         }
 
 
 COMMON_SCHEMA: dict[str, Any] = {
     "name": str, "description": str, "seed": int, "topology": str, "workload": str,
-    "network": dict, "matrix": {"loss": list, "tcp_profiles": list},
+    "simulator": str, "network": dict, "matrix": {"loss": list, "tcp_profiles": list},
     "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float,
                     "metric": str},
     "sctp": {knob: int for knob in SCTP_KNOBS},
@@ -216,7 +218,8 @@ class Reader:
             repetitions=self.repetitions(data.get("repetitions", {}), workload),
             seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
             snaplen=run.get("snaplen", 0), capture=run.get("capture", "whole"),
-            slurm=read_settings(run.get("slurm", {}), self.fail))
+            slurm=read_settings(run.get("slurm", {}), self.fail),
+            simulator=data.get("simulator", ""))
         if not 10 <= experiment.run_timeout_s <= 86_400:
             raise self.fail("run.timeout_s", "must be between 10 s and one day")
         if experiment.snaplen != 0 and experiment.snaplen < 64:
@@ -224,7 +227,19 @@ class Reader:
         self.check_capture(experiment, workload)
         self.check_loss_burst(experiment)
         self.check_schedule(experiment)
+        self.check_simulator(experiment, workload)
         return experiment
+
+    def check_simulator(self, experiment: Experiment, workload: Workload) -> None:
+        """`simulator`: the runs go to the workload's model of that simulator, not a kernel."""
+        if not experiment.simulator:
+            return
+        known = getattr(workload, "simulators", ())
+        if experiment.simulator not in known:
+            runs_in = f"only in {', '.join(map(repr, known))}" if known else "only in a kernel"
+            raise self.fail("simulator", f"the {experiment.workload} workload runs {runs_in}, "
+                                         f"not {experiment.simulator!r}")
+        workload.check_simulated(self, experiment)
 
     def check_schedule(self, experiment: Experiment) -> None:
         """Every change falls inside a run and gives a possible link on every entry at every

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from experiments import stats
 from experiments.cluster import slurm
-from experiments.onhost import disk, forecast, launch, leftovers, stamps, tables
+from experiments.onhost import disk, forecast, launch, leftovers, simulated, stamps, tables
 from experiments.onhost.alongside import RoundAnalysis
 from experiments.onhost.analyze import analyses
 from experiments.onhost.kernel_session import KernelGone, KernelSession, close_all, keeps_kernels
@@ -216,6 +216,9 @@ class Harness:
     # -- one kernel and one clock per experiment ---------------------------------------------
     def intended_kernel(self) -> tuple[str, str]:
         """(backend, clock) that this harness's batches will boot; asked of the backend once."""
+        if self._intended is None and self.experiment.simulator:
+            self._intended = (self.experiment.simulator, simulated.CLOCK)
+            self._keeps_kernels = False
         if self._intended is None:
             backend = open_backend(self.kernel, memory=launch.KERNEL_MEMORY)
             self._intended = (backend.name, getattr(backend, "clock", "real"))
@@ -245,6 +248,8 @@ class Harness:
                 "TESTBED_TIME_TRAVEL), or run into another --results folder")
 
     def refuse_stacks_without_switches(self, backend: str) -> None:
+        if self.experiment.simulator:
+            return  # a simulator's agents carry no kernel stack
         for stack in sorted({point.stack for point in self.points.values()}):
             refusal = refusal_without_switches(stack, backend)
             if refusal:
@@ -367,7 +372,9 @@ class Harness:
             return None
         tag = f"{self.tag_host()}-{label.replace(' ', '-')}-worker{index + 1}-{int(time.time())}"
         batch_file = self.write_batch(tag, batch, shared)
-        if not self.keeps_kernels():
+        if self.experiment.simulator:
+            error = simulated.run_batch_file(batch_file, self.experiment.simulator)
+        elif not self.keeps_kernels():
             error = launch.run_batch_file(batch_file, self.kernel)
         else:
             error = self.in_session(index, batch_file)

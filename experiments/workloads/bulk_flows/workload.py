@@ -128,6 +128,7 @@ class BulkFlows:
                    "sctp_segments_per_100s", "flows", "pcap_disagreement", "flagged")
     summary_aliases: dict[str, str] = {}
     analysis_version = 4   # 4: the steady state's congestion windows and segments
+    simulators = ("ns-2",)  # besides the kernel: E3's own simulator (ns2.py)
 
     # -- the experiment file -------------------------------------------------------------------
     def read(self, reader: Reader, data: dict[str, Any]) -> Settings:
@@ -187,6 +188,8 @@ class BulkFlows:
     # -- before the runs -----------------------------------------------------------------------
     def prepare(self, experiment: Experiment, data_root: Path) -> dict[str, str]:
         self._check_mtu(experiment)
+        if experiment.simulator:
+            return {}  # the simulator's agents stand in for the programs
         return require_programs("bulkflow")
 
     def _check_mtu(self, experiment: Experiment) -> None:
@@ -202,8 +205,41 @@ class BulkFlows:
     def order(self, experiment: Experiment, point: Point, prepared: dict[str, str]
               ) -> dict[str, Any]:
         settings: Settings = experiment.settings
-        return {"bulkflow": prepared["bulkflow"], "pairs": point.get("pairs"),
-                "settings": vars(settings)}
+        return {"bulkflow": prepared.get("bulkflow"), "pairs": point.get("pairs"),
+                "settings": vars(settings), "seed": experiment.seed}
+
+    # -- in a simulator instead ----------------------------------------------------------------
+    def check_simulated(self, reader: Reader, experiment: Experiment) -> None:
+        """What the ns-2 model cannot give a run is refused before any run: a TCP profile
+        without an ns-2 agent, a link that changes over a run, bursts, queues in bytes."""
+        from experiments.workloads.bulk_flows import ns2
+
+        for profile in experiment.tcp_profiles:
+            if profile not in ns2.TCP_AGENTS:
+                raise reader.fail("matrix.tcp_profiles", f"{profile!r} has no ns-2 agent here "
+                                  f"(simulated: {', '.join(ns2.TCP_AGENTS)})")
+        network = experiment.network
+        if network.schedule or network.fade_s is not None or network.loss_burst is not None:
+            raise reader.fail("network", "the ns-2 model shapes each link once per run: no "
+                                         "schedule, trace, fades or loss bursts")
+        queues = [e.queue for e in network.entries] + [network.queue, network.access.queue]
+        units = {queue.unit for queue in queues if queue is not None}
+        if units - {"packets"}:
+            raise reader.fail("network", "the ns-2 model's DropTail queues count packets: give "
+                                         "every queue in packets (\"10p\")")
+        if experiment.sctp:
+            raise reader.fail("sctp", "the kernel's SCTP knobs do not reach ns-2's agents")
+        if not experiment.settings.rcvbuf_bytes:
+            raise reader.fail("flows.rcvbuf_bytes", "the ns-2 model needs the receiver's "
+                                                   "window: give rcvbuf_bytes")
+
+    def simulate(self, simulator: str, run: dict[str, Any], run_dir: Path,
+                 record: dict[str, Any]) -> None:
+        from experiments.workloads.bulk_flows import ns2
+
+        settings = Settings(**run["workload"]["settings"])
+        flows = plan_flows(run["workload"]["pairs"], settings, run["id"])
+        ns2.simulate(run, run_dir, record, flows, CWND_COLUMNS)
 
     # -- inside the kernel ---------------------------------------------------------------------
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
