@@ -6,6 +6,9 @@ that kernel, says so, and finishes the experiment, every point with its runs and
 run run again. In virtual time."""
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -71,6 +74,11 @@ def test_a_harness_killed_in_a_round_is_resumed_at_once(tmp_path):
         first.communicate()
         left = stray_kernels(f"umid=tb{first.pid}-")
         assert left, "the killed harness's kernel had ended already: nothing to stop"
+        # frozen mid-batch: on an idle machine it could finish its last runs in the second the
+        # resume takes to start, and there would be nothing left to stop
+        for line in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGSTOP)
         kept = {p.parent.name: p.read_bytes() for p in runs.glob(f"*/{RECORD}")}
 
         resumed = harness("run", str(experiment), "--results", str(results), "--workers", "1",
