@@ -132,8 +132,9 @@ def handle(args: argparse.Namespace) -> int:
                       host=getattr(args, "host", None),
                       slurm_settings=_slurm_settings(args, experiment))
     if args.command == "validate":
+        where = f" in {experiment.simulator}" if experiment.simulator else ""
         print(f"{experiment.file}: valid, a {experiment.workload} workload on "
-              f"{experiment.topology}, {len(harness.points)} points")
+              f"{experiment.topology}{where}, {len(harness.points)} points")
         return 0
     if args.command in fanout.COMMANDS:
         return fanout.main(args, harness)

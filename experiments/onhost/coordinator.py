@@ -125,6 +125,9 @@ class Harness:
             raise
 
     def _run(self) -> Path:
+        if self.experiment.simulator and self.slurm:
+            raise HarnessError(f"{self.experiment.name} runs in {self.experiment.simulator} on "
+                               "this host, a run in seconds: drop --slurm (or [run.slurm])")
         for line in leftovers.stop_left_kernels(self.ledger):
             print(f"warning: {line}", flush=True)
         self.ledger.prepare()

@@ -139,3 +139,13 @@ def test_a_second_command_resumes_and_runs_nothing_again(twice, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert [p.stat().st_mtime_ns for p in records] == written
     assert "round 1" not in done.stdout
+
+
+def test_slurm_is_refused_with_what_to_do(tmp_path):
+    experiment = tmp_path / "ns2-check.toml"
+    experiment.write_text(EXPERIMENT)
+    refused = harness("run", str(experiment), "--results", str(tmp_path / "results"), "--slurm",
+                      timeout=120)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("error: ns2-check runs in ns-2 on this host, a run in "
+                                      "seconds: drop --slurm (or [run.slurm])")
