@@ -16,6 +16,7 @@ from typing import Any
 
 from experiments import workloads
 from experiments.onhost.ledger import RECORD
+from experiments.onhost.tables import write_json
 
 CLOCK = "simulated"
 # The package each simulator comes from, and the upstream release the results are pinned to.
@@ -83,9 +84,3 @@ def execute(run: dict[str, Any], simulator: str, batch: str) -> dict[str, Any]:
     record["ended"] = time.time()
     write_json(run_dir / RECORD, record)
     return record
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    partial = path.with_name(path.name + ".tmp")
-    partial.write_text(json.dumps(data, indent=1))
-    os.replace(partial, path)
