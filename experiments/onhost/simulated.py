@@ -19,8 +19,9 @@ from experiments.onhost.ledger import RECORD
 from experiments.onhost.tables import write_json
 
 CLOCK = "simulated"
-# The package each simulator comes from, and the upstream release the results are pinned to.
-PACKAGES = {"ns-2": ("ns2", "2.35")}
+# The package each simulator comes from, the upstream release the results are pinned to, and
+# the program it installs.
+PACKAGES = {"ns-2": ("ns2", "2.35", "ns")}
 
 
 class SimulatorMissing(RuntimeError):
@@ -30,11 +31,11 @@ class SimulatorMissing(RuntimeError):
 def package_version(simulator: str) -> str:
     """The installed package's Debian version; refused when missing or not the pinned
     upstream release (a mean over two simulators' releases would measure neither)."""
-    package, release = PACKAGES[simulator]
+    package, release, program = PACKAGES[simulator]
     found = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package],
                            capture_output=True, text=True)
     version = found.stdout.strip()
-    if found.returncode != 0 or not version or shutil.which("ns") is None:
+    if found.returncode != 0 or not version or shutil.which(program) is None:
         raise SimulatorMissing(f"{simulator} is not installed: run `make setup` (Debian "
                                f"package {package})")
     if not version.startswith(release + "+") and version.split("-")[0] != release:

@@ -30,7 +30,7 @@ import csv
 import json
 import subprocess
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -174,15 +174,12 @@ def simulate(run: dict[str, Any], run_dir: Path, record: dict[str, Any],
     seed = run_seed(run["id"], run["workload"].get("seed", 1))
     program = run_dir / "run.tcl"
     program.write_text(script(run, flows, agents, files, seed))
-    record.update(start_at=START_AT_S, flows=flows, links=run["links"],
-                  simulator={"name": KIND, "agents": agents, "loss_seed": seed,
-                             "script": program.name})
+    record.update(start_at=START_AT_S, flows=flows)
+    record["simulator"] = {"name": KIND, "agents": agents, "loss_seed": seed,
+                           "script": program.name}
     try:
         done = subprocess.run(["ns", program.name], cwd=run_dir, capture_output=True,
                               text=True, timeout=timeout_s)
-    except FileNotFoundError:
-        raise SimulationError("ns-2 is not installed: run `make setup` (Debian package "
-                              "ns2)") from None
     except subprocess.TimeoutExpired:
         raise SimulationError(f"ns-2 ran past the run's limit of {timeout_s:g} s") from None
     if done.returncode != 0:
@@ -198,10 +195,9 @@ def simulate(run: dict[str, Any], run_dir: Path, record: dict[str, Any],
 @dataclass
 class FlowCounts:
     """One flow's packets as they crossed its two traced links."""
-    first: int
-    next_in_order: int
-    arrived: set[int]
-    highest_sent: int
+    next_in_order: int = FIRST_DATA
+    arrived: set[int] = field(default_factory=set)
+    highest_sent: int = FIRST_DATA - 1
     repeated: int = 0
 
     def arrive(self, number: int) -> None:
@@ -214,7 +210,10 @@ class FlowCounts:
             self.next_in_order += 1
 
     def in_order(self) -> int:
-        return self.next_in_order - self.first
+        return self.next_in_order - FIRST_DATA
+
+    def sent(self) -> int:
+        return self.highest_sent - FIRST_DATA + 1
 
 
 def read_links(trace: Path, flows: list[dict[str, Any]], settings: dict[str, Any]
@@ -224,12 +223,16 @@ def read_links(trace: Path, flows: list[dict[str, Any]], settings: dict[str, Any
     placed = nodes(len(flows))
     by_sender = {placed[f["sender"]].index: f["pair"] for f in flows}
     by_receiver = {placed[f["receiver"]].index: f["pair"] for f in flows}
-    counts = {f["pair"]: FlowCounts(FIRST_DATA, FIRST_DATA, set(), FIRST_DATA - 1)
-              for f in flows}
+    counts = {f["pair"]: FlowCounts() for f in flows}
     dt = settings["sample_ms"] / 1000
     tick = START_AT_S
     delivered: dict[int, list[tuple[float, int]]] = {f["pair"]: [] for f in flows}
     sent: dict[int, list[tuple[float, int]]] = {f["pair"]: [] for f in flows}
+
+    def sample(at: float) -> None:
+        for pair, flow in counts.items():
+            delivered[pair].append((round(at, 6), flow.in_order()))
+            sent[pair].append((round(at, 6), flow.sent()))
     if not trace.exists():
         raise SimulationError(f"{trace.name}: ns-2 wrote no trace")
     with trace.open() as lines:
@@ -239,9 +242,7 @@ def read_links(trace: Path, flows: list[dict[str, Any]], settings: dict[str, Any
                 continue
             event, t = fields[0], float(fields[1])
             while t >= tick:
-                for pair, flow in counts.items():
-                    delivered[pair].append((round(tick, 6), flow.in_order()))
-                    sent[pair].append((round(tick, 6), flow.highest_sent - flow.first + 1))
+                sample(tick)
                 tick += dt
             number = data_number(fields)
             if number is None:
@@ -251,9 +252,7 @@ def read_links(trace: Path, flows: list[dict[str, Any]], settings: dict[str, Any
                 flow.highest_sent = max(flow.highest_sent, number)
             elif event == "r" and int(fields[3]) in by_receiver:
                 counts[by_receiver[int(fields[3])]].arrive(number)
-    for pair, flow in counts.items():
-        delivered[pair].append((round(tick, 6), flow.in_order()))
-        sent[pair].append((round(tick, 6), flow.highest_sent - flow.first + 1))
+    sample(tick)
     for flow in flows:
         flow["repeated"] = counts[flow["pair"]].repeated
     return delivered, sent
