@@ -94,9 +94,13 @@ def test_queue_limits_in_packets_and_bytes(inside):
 
 
 def test_dualpath_reaches_the_server_on_both_paths(inside):
+    """Judged on the fastest of three echoes: the delay is a floor no echo can beat, and the
+    fastest is the one a loaded machine delayed least (a serial phase once put 23.5 ms into
+    the mean of three)."""
     for path in ("dual_ping_path1", "dual_ping_path2"):
         assert inside[path]["received"] == 3
-        assert inside[path]["avg_ms"] == pytest.approx(20.0, abs=3.0)
+        assert inside[path]["min_ms"] >= 20.0, inside[path]
+        assert inside[path]["min_ms"] == pytest.approx(20.0, abs=3.0), inside[path]
 
 
 def test_sctp_fails_over_when_a_path_goes_down_and_back(inside):
@@ -114,7 +118,8 @@ def test_dumbbell_joins_each_sender_to_its_receiver(inside):
     for pair, rtt in inside["dumbbell_rtt"].items():
         # 2 x (2 ms access + 30 ms bottleneck + 2 ms access)
         assert rtt["received"] == 5, pair
-        assert rtt["avg_ms"] == pytest.approx(68.0, abs=4.0), pair
+        assert rtt["min_ms"] >= 68.0, (pair, rtt)
+        assert rtt["min_ms"] == pytest.approx(68.0, abs=4.0), (pair, rtt)
     assert "bottleneck-up" in inside["dumbbell_egress"]
     assert "s1-down" in inside["dumbbell_egress"]
 

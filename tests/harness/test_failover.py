@@ -15,7 +15,11 @@ import pytest
 from tests.harness.conftest import REPO, harness, rows
 
 FAILED_AT_S, BACK_AT_S = 6.0, 16.0
-RTO_MIN_S = 1.0          # Linux SCTP's rto_min: no timeout comes sooner
+RTO_MIN_S = 1.0          # Linux SCTP's rto_min: no timeout comes sooner after T3's start
+# T3 runs from the last SACK that reached the server before the cut, which can precede the cut
+# by a SACK's spacing (two packets' time on this 3 Mbit/s path, 8 ms): one run moved 0.99918 s
+# after the cut. Half a tenth of a second allows that and still refuses any earlier move.
+SACK_AGE_AT_CUT_S = 0.05
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +67,8 @@ def test_every_session_survives_with_its_files_intact(failover):
 def test_sctp_moves_its_data_to_path_2_after_its_first_timeout(failover):
     for setting in ("rfc4960-pmr1", "linux-pf"):
         for run in by_setting(failover)[setting]:
-            assert RTO_MIN_S <= float(run["failover_s"]) < 3 * RTO_MIN_S + 1, run
+            moved = float(run["failover_s"])
+            assert RTO_MIN_S - SACK_AGE_AT_CUT_S <= moved < 3 * RTO_MIN_S + 1, run
             assert int(run["data_path2"]) > 0 and int(run["spurious_switches"]) == 0
             # what path 1's queue still held came after the failure, then nothing
             assert 0 < float(run["failover_gap_s"]) <= float(run["failover_s"])
