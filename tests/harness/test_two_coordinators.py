@@ -17,8 +17,10 @@ from experiments.onhost.ledger import LOCK, RECORD, processes_holding
 from tests.conftest import stray_kernels
 from tests.harness.conftest import PYTHON, REPO, harness, lan_experiment, rows
 
-# about 10 s of runs in virtual time: long enough to be caught in the middle
-TWO_POINTS = lan_experiment("twice", "[0.0, 0.03]", "200K", files=10, runs=4)
+# 12 runs, 4 to 5 s of them on this machine after the first record (a faster one took under
+# 0.2 s for the 7 runs left of 8 once): long enough to be caught in the middle
+RUNS = 6
+TWO_POINTS = lan_experiment("twice", "[0.0, 0.03]", "200K", files=10, runs=RUNS)
 
 
 def start(experiment, results) -> subprocess.Popen:
@@ -59,7 +61,7 @@ def test_a_second_harness_is_refused_at_once_and_the_first_finishes(tmp_path):
             first.kill()
             first.communicate()
     assert first.returncode == 0, err[-2000:]
-    assert [int(r["n"]) for r in rows(results / "twice" / "summary.csv")] == [4, 4]
+    assert [int(r["n"]) for r in rows(results / "twice" / "summary.csv")] == [RUNS, RUNS]
 
 
 def test_a_harness_killed_in_a_round_is_resumed_at_once(tmp_path):
@@ -70,15 +72,16 @@ def test_a_harness_killed_in_a_round_is_resumed_at_once(tmp_path):
     first = start(experiment, results)
     try:
         first_record(runs, first)
-        first.kill()
-        first.communicate()
+        # frozen mid-batch before the harness dies: a fast machine finishes the batch's last
+        # runs in the moments the kill and the resume take, and leaves nothing to stop
         left = stray_kernels(f"umid=tb{first.pid}-")
-        assert left, "the killed harness's kernel had ended already: nothing to stop"
-        # frozen mid-batch: on an idle machine it could finish its last runs in the second the
-        # resume takes to start, and there would be nothing left to stop
+        assert left, "the harness's kernel had ended already: nothing to stop"
         for line in left:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(line.split()[0]), signal.SIGSTOP)
+        first.kill()
+        first.communicate()
+        assert stray_kernels(f"umid=tb{first.pid}-"), "the killed harness took its kernel along"
         kept = {p.parent.name: p.read_bytes() for p in runs.glob(f"*/{RECORD}")}
 
         resumed = harness("run", str(experiment), "--results", str(results), "--workers", "1",
@@ -91,9 +94,9 @@ def test_a_harness_killed_in_a_round_is_resumed_at_once(tmp_path):
         records = {p.parent.name: p.read_bytes() for p in runs.glob(f"*/{RECORD}")}
         for run_id, content in kept.items():
             assert records[run_id] == content          # finished before the kill: kept as is
-        assert len(records) == 8
-        assert [int(r["n"]) for r in rows(results / "twice" / "summary.csv")] == [4, 4]
-        assert len(rows(results / "twice" / "runs.csv")) == 8
+        assert len(records) == 2 * RUNS
+        assert [int(r["n"]) for r in rows(results / "twice" / "summary.csv")] == [RUNS, RUNS]
+        assert len(rows(results / "twice" / "runs.csv")) == 2 * RUNS
     finally:
         if first.poll() is None:
             first.kill()
