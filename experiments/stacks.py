@@ -71,14 +71,15 @@ SCTP_PATH_DEFAULTS = {"net.sctp.path_max_retrans": "5", "net.sctp.pf_enable": "1
 
 
 # The switches of the project's kernel (topology/kernel/timetravel/patches/
-# 0003-era-switches.patch), at Linux's own values: what Linux 6.1 does and the studies' stacks
-# did not, which no stock sysctl turns off. A kernel without the patch behaves as these values
-# say, so a run sets them where the kernel has them (every run: a stack that turned one off
-# would leave it off for the next), and a stack that needs another value refuses a kernel
-# without them (refusal_without_switches).
+# 0003-era-switches.patch and 0004-sctp-fast-rtx-restarts-t3.patch), at Linux's own values:
+# what Linux 6.1 does and the studies' stacks did not, which no stock sysctl turns off. A
+# kernel without the patches behaves as these values say, so a run sets them where the kernel
+# has them (every run: a stack that turned one off would leave it off for the next), and a
+# stack that needs another value refuses a kernel without them (refusal_without_switches).
 KERNEL_SWITCHES = {"net.ipv4.tcp_limited_transmit": "1", "net.ipv4.tcp_prr": "1",
                    "net.ipv4.tcp_abc": "1", "net.sctp.fast_rtx_threshold": "3",
-                   "net.sctp.max_burst_clamps_cwnd": "0"}
+                   "net.sctp.max_burst_clamps_cwnd": "0",
+                   "net.sctp.fast_rtx_restarts_t3": "0"}
 # The backends that boot the project's build of the kernel, which has them.
 BACKENDS_WITH_SWITCHES = ("uml-virtual", "uml-built")
 
@@ -257,7 +258,8 @@ STACKS: dict[str, Stack] = {
         "FreeBSD 4.6-RELEASE TCP and KAME SCTP (the E1 and E2 hosts): TCP's 32 KB send and "
         "56 KB receive buffers, a 1-segment initial window, a 3 s initial RTO and a 1 s floor, "
         "New-Reno recovery without PRR, limited transmit or byte counting, no F-RTO; SCTP "
-        "with RFC 2960's timers, 4 missing reports for a fast retransmit, Max.Burst lowering "
+        "with RFC 2960's timers, 4 missing reports for a fast retransmit, T3-rtx restarted "
+        "when the first outstanding chunk is fast-retransmitted, Max.Burst lowering "
         "cwnd for good, no potentially-failed state; FreeBSD's ftpd (226 once close() "
         "returns) and data connections by PORT",
         tcp=Buffers(sndbuf=32_768, rcvbuf=57_344),
@@ -269,7 +271,8 @@ STACKS: dict[str, Stack] = {
         ftpd_reply_on_close=True, ftp_active=True,
         switches={"net.ipv4.tcp_limited_transmit": "0", "net.ipv4.tcp_prr": "0",
                   "net.ipv4.tcp_abc": "0", "net.sctp.fast_rtx_threshold": "4",
-                  "net.sctp.max_burst_clamps_cwnd": "1"},
+                  "net.sctp.max_burst_clamps_cwnd": "1",
+                  "net.sctp.fast_rtx_restarts_t3": "1"},
         sources=(
             "The Netsem TCP specification's host parameters, taken from FreeBSD 4.6-RELEASE "
             "(rems-project/netsem, specification/TCP1_paramsScript.sml rev. 1.2): TCP "
@@ -285,6 +288,13 @@ STACKS: dict[str, Stack] = {
             "tcp_early_retrans 0, tcp_recovery 0",
             "RFC 2960 7.2.4: a fast retransmit after 3 further miss indications, 4 reports in "
             "all, as the E1 and E4 studies state of KAME: fast_rtx_threshold 4",
+            "RFC 2960 7.2.4 step 4: \"Restart T3-rtx timer only if the last SACK "
+            "acknowledged the lowest outstanding TSN number sent to that address, or the "
+            "endpoint is retransmitting the first outstanding DATA chunk sent to that "
+            "address\"; FreeBSD's SCTP does so (sctp_output.c, sctp_chunk_retransmission, "
+            "read in usrsctp at commit 0057a6d6: the timer is stopped and started again when "
+            "the first chunk of the sent queue goes out again, \"to get a SACK back without "
+            "a t3-expiring\"): fast_rtx_restarts_t3 1",
             "RFC 2960 6.1 rule D, as the E1 study (4.2) states KAME applied it: Max.Burst "
             "lowers cwnd to flightsize + 4 MTU for good: max_burst_clamps_cwnd 1",
             "RFC 2960 has no potentially-failed state (RFC 7829, 2016): pf_enable 0; its "
@@ -356,6 +366,9 @@ MECHANISMS = (
               switches=("net.sctp.fast_rtx_threshold",)),
     Mechanism("sctp-max-burst", "SCTP Max.Burst lowering cwnd for good",
               switches=("net.sctp.max_burst_clamps_cwnd",)),
+    Mechanism("sctp-t3-restart",
+              "SCTP restarting T3-rtx on the fast retransmission of the first outstanding chunk",
+              switches=("net.sctp.fast_rtx_restarts_t3",)),
     Mechanism("sctp-pf", "SCTP without the potentially-failed state", ("sctp_pf_enable",)),
     Mechanism("ftpd-reply-on-close", "ftpd replying 226 once close() returns",
               ("ftpd_reply_on_close",)),
@@ -425,7 +438,8 @@ def refusal_without_switches(stack: str, backend: str) -> str | None:
         return None
     settings = ", ".join(f"{k}={v}" for k, v in sorted(needed.items()))
     return (f"stack {stack} needs switches that only the project's kernel build has "
-            f"({settings}; topology/kernel/timetravel/patches/0003-era-switches.patch), and "
+            f"({settings}; topology/kernel/timetravel/patches/0003-era-switches.patch and "
+            "0004-sctp-fast-rtx-restarts-t3.patch), and "
             f"backend {backend} boots another kernel: run with KERNEL=uml-built (real time) "
             "or KERNEL=uml-virtual (virtual time)")
 

@@ -1,5 +1,5 @@
 """Runs inside the project's kernel: one transfer per setting of each era switch
-(topology/kernel/timetravel/patches/0003-era-switches.patch), captured at the sender, for
+(topology/kernel/timetravel/patches/0003-era-switches.patch and 0004), captured at the sender, for
 tests/core/test_era_switches.py to judge from the pcaps.
 
     python3 tests/core/inside_era_switches.py OUT_DIR
@@ -7,10 +7,11 @@ tests/core/test_era_switches.py to judge from the pcaps.
 Each case gets three fresh namespaces in a line: the sender's, where the switch is set; a
 router's, whose egress to the receiver is the bottleneck (so that acks come back spaced, one
 clock tick of the path each) and whose ingress drops every Nth packet of the transfer (gact's
-deterministic mode): a loss the sender cannot see locally, at a place that does not depend on
-timing; and the receiver's, whose egress delays the acks by RTT_MS. Then the era stack's
-route metrics (initial window, RTO floor) put on the sender's routes and taken off again, as
-runs of two stacks meet them, with a transfer each. OUT_DIR gets <case>.pcap and cases.json
+deterministic mode), or for the T3 cases the first two copies of chosen chunks: a loss the
+sender cannot see locally, at a place that does not depend on timing; and the receiver's,
+whose egress delays the acks by RTT_MS. Then the era stack's route metrics (initial window,
+RTO floor) put on the sender's routes and taken off again, as runs of two stacks meet them,
+with a transfer each. OUT_DIR gets <case>.pcap and cases.json
 (each case's settings as read back from /proc/sys, the routes, and the bytes received)."""
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ TCP_BASE = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_sack": "0",
 # the receiver's window never limits the sender: what the tests see is cwnd alone
 RECEIVER = {"net.ipv4.tcp_rmem": "4096 1048576 4194304"}
 
+# RTO.Min = RTO.Max = RTO.Initial: every T3 runs exactly 1 s, so its expiry shows its start
+FIXED_RTO = {"net.sctp.rto_initial": "1000", "net.sctp.rto_min": "1000",
+             "net.sctp.rto_max": "1000"}
+
 # case: (transport, sender sysctls, drop every Nth packet or 0, bottleneck, what is sent).
 # The abc cases lose every second ack instead (ACK_DROPS): each ack that arrives covers two
 # segments whatever the receiver's delayed-ack policy, which is what byte counting is about.
@@ -50,8 +55,18 @@ CASES: dict[str, tuple[str, dict[str, str], int, str, str]] = {
                       "bursts:300,100,100"),
     "burst-clamp": ("sctp", {"net.sctp.max_burst_clamps_cwnd": "1"}, 0, "100mbit",
                     "bursts:300,100,100"),
+    "t3-keep": ("sctp", {"net.sctp.fast_rtx_restarts_t3": "0", **FIXED_RTO}, 0, "200kbit",
+                "chunks:600"),
+    "t3-restart": ("sctp", {"net.sctp.fast_rtx_restarts_t3": "1", **FIXED_RTO}, 0, "200kbit",
+                   "chunks:600"),
 }
 ACK_DROPS = {"abc-on": 2, "abc-off": 2}
+# The T3 cases lose the first two copies of every chunk whose TSN ends in this byte: the first
+# is fast-retransmitted (where the flight allows it), that copy is lost too, and T3 sends the
+# third. The initial TSN is random, so which chunks those are is too: 600 chunks hold two or
+# three, at least one far enough in for a fast retransmit. At 200 kbit/s the SACKs that report
+# the hole come 58 ms apart, so a T3 left running and one restarted expire 116 ms or more apart.
+TWICE_LOST_TSN_BYTE = {"t3-keep": 0x80, "t3-restart": 0x80}
 CHUNK = 1400          # one SCTP message, one DATA chunk, one packet
 PAUSE_S = 1.0         # between bursts: every chunk acknowledged; far under hb_interval (30 s)
 
@@ -121,6 +136,8 @@ def pair(case: str, drop_every: int, transport: str, rate: str) -> tuple[str, st
         drop(router, "g1", protocol, "dport", drop_every)
     if ACK_DROPS.get(case):
         drop(router, "g2", protocol, "sport", ACK_DROPS[case])
+    if case in TWICE_LOST_TSN_BYTE:
+        drop_twice(router, "g1", TWICE_LOST_TSN_BYTE[case])
     return sender, receiver
 
 
@@ -131,6 +148,18 @@ def drop(router: str, device: str, protocol: str, port_field: str, every: int) -
        "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol", protocol, "0xff",
        "match", "ip", port_field, str(PORT), "0xffff",
        "action", "gact", "ok", "random", "determ", "drop", str(every))
+
+
+def drop_twice(router: str, device: str, tsn_byte: int) -> None:
+    """The first two copies of each DATA chunk whose TSN ends in `tsn_byte` are lost: every
+    third packet that matches passes (one chunk per packet; IP header 20 bytes, SCTP common
+    header 12, the first chunk's type at 32 and its TSN's last byte at 39)."""
+    sh("ip", "netns", "exec", router, "tc", "qdisc", "add", "dev", device, "ingress")
+    sh("ip", "netns", "exec", router, "tc", "filter", "add", "dev", device, "parent", "ffff:",
+       "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol", "132", "0xff",
+       "match", "ip", "dport", str(PORT), "0xffff", "match", "u8", "0", "0xff", "at", "32",
+       "match", "u8", str(tsn_byte), "0xff", "at", "39",
+       "action", "gact", "drop", "random", "determ", "ok", "3")
 
 
 def transfer(sender: str, receiver: str, transport: str, shape: str, pcap: Path

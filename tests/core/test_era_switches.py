@@ -1,4 +1,5 @@
-"""The era switches of the project's kernel (timetravel/patches/0003-era-switches.patch), each
+"""The era switches of the project's kernel (timetravel/patches/0003-era-switches.patch and
+0004-sctp-fast-rtx-restarts-t3.patch), each
 judged on the wire: one transfer per setting (inside_era_switches.py, in virtual time), read
 from the sender's capture.
 
@@ -13,7 +14,10 @@ from the sender's capture.
 - sctp fast_rtx_threshold: the SACKs reporting a hole before its fast retransmit (3 or 4).
 - sctp max_burst_clamps_cwnd: the chunks sent in the first three round trips of a burst after
   an idle pause, which Max.Burst starts at four either way; restored, cwnd lets each SACK
-  release four more, clamped it grows again from four."""
+  release four more, clamped it grows again from four.
+- sctp fast_rtx_restarts_t3: when a chunk's fast retransmission is lost too, when T3 sends it a
+  third time: an RTO after the last SACK that advanced the cumulative ack (Linux), or an RTO
+  after the fast retransmission (RFC 2960 7.2.4 step 4)."""
 from __future__ import annotations
 
 import json
@@ -30,6 +34,12 @@ HERE = Path(__file__).parent
 BUILD = HERE.parents[1] / "topology" / "kernel" / "timetravel" / "build.sh"
 SENDER_IP = "10.9.1.1"
 RTT_S = 0.050
+RTO_S = 1.0                 # inside_era_switches.FIXED_RTO
+# When T3's retransmission leaves against its timer's expiry: no earlier than two jiffies
+# (HZ=100, uml-timetravel.config), and up to 45 ms later in these captures (a T3 that finds the
+# socket busy tries again HZ/20 later: net/sctp/sm_sideeffect.c). The two predictions lie
+# 100 ms or more apart, so the window around one never holds the other.
+T3_EARLY_S, T3_LATE_S = 0.020, 0.070
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +139,10 @@ def test_every_case_delivered_all_it_sent_with_its_switch_set(seen):
         wanted = case.rsplit("-", 1)[1]
         value = next(v for k, v in facts["settings"].items()
                      if k.rsplit(".", 1)[1] in ("tcp_limited_transmit", "tcp_prr", "tcp_abc",
-                                                "fast_rtx_threshold", "max_burst_clamps_cwnd"))
+                                                "fast_rtx_threshold", "max_burst_clamps_cwnd",
+                                                "fast_rtx_restarts_t3"))
         assert value == {"on": "1", "off": "0", "3": "3", "4": "4", "restore": "0",
-                         "clamp": "1"}[wanted], case
+                         "clamp": "1", "keep": "0", "restart": "1"}[wanted], case
 
 
 def test_limited_transmit_sends_a_new_segment_on_each_of_the_first_two_dupacks(seen):
@@ -232,6 +243,54 @@ def test_max_burst_that_clamps_cwnd_slows_every_burst_after_a_pause(seen):
     assert len(restore) == len(clamp) == 2, (restore, clamp)
     for restored, clamped in zip(restore, clamp, strict=True):
         assert clamped <= 0.8 * restored, (restore, clamp)
+
+
+@dataclass
+class TwiceLost:
+    """A chunk whose first copy and fast retransmission were lost, as the sender saw it."""
+
+    tsn: int
+    fast_retransmitted_at: float
+    resent_at: float                # its third copy, by T3
+    last_advance_at: float          # the last SACK before the fast retransmission that
+                                    # advanced the cumulative ack (and so restarted T3)
+
+
+def twice_lost(pcap: Path) -> list[TwiceLost]:
+    sent: dict[int, list[float]] = {}
+    reports: dict[int, int] = {}    # SACKs reporting the chunk missing, since its first copy
+    cum_ack, last_advance, fast_retransmissions = -1, 0.0, []
+    for when, from_sender, tsns, cum, gaps in sctp_rows(pcap):
+        if from_sender:
+            for tsn in tsns:
+                sent.setdefault(tsn, []).append(when)
+                if len(sent[tsn]) == 2 and reports.get(tsn, 0) >= 3:
+                    fast_retransmissions.append((tsn, last_advance))
+            continue
+        if cum is None:
+            continue
+        if cum > cum_ack:
+            cum_ack, last_advance = cum, when
+        if gaps and len(sent.get(cum + 1, ())) == 1:
+            reports[cum + 1] = reports.get(cum + 1, 0) + 1
+    return [TwiceLost(tsn, sent[tsn][1], sent[tsn][2], advanced)
+            for tsn, advanced in fast_retransmissions if len(sent[tsn]) == 3]
+
+
+@pytest.mark.parametrize("case", ["t3-keep", "t3-restart"])
+def test_t3_restarts_on_the_fast_retransmission_of_the_first_chunk_only_with_the_switch(
+        seen, case):
+    out, _ = seen
+    losses = twice_lost(out / f"{case}.pcap")
+    print(f"{case}: {losses}")
+    assert losses, "no chunk lost again after its fast retransmission"
+    for loss in losses:
+        restarted = loss.fast_retransmitted_at + RTO_S
+        kept = loss.last_advance_at + RTO_S
+        # two SACKs or more lie between: the two predictions are told apart
+        assert restarted - kept >= T3_EARLY_S + T3_LATE_S, loss
+        expected = restarted if case == "t3-restart" else kept
+        assert expected - T3_EARLY_S <= loss.resent_at <= expected + T3_LATE_S, loss
 
 
 # -- the era stack's route metrics ----------------------------------------------------------
