@@ -48,6 +48,8 @@ def test_the_ns2_file_is_the_kernel_file_s_network_and_flows():
      "do not reach"),
     (lambda t: t.replace("rcvbuf_bytes = 65536", "rcvbuf_bytes = 0"), "flows.rcvbuf_bytes",
      "receiver's window"),
+    (lambda t: t.replace("[matrix]", '[matrix]\nstacks = ["linux", "freebsd-4.6"]'),
+     "matrix.stacks", "do not reach ns-2"),
     (lambda t: t + '\n[[network.schedule]]\nat = "100s"\nlink = "bottleneck-up"\n'
                    'rate = "1Mbit"\n', "network", "no schedule"),
 ])

@@ -194,6 +194,19 @@ def test_a_bulk_flows_file_names_its_points_by_bottleneck_flows_and_profile(tmp_
     assert links["bottleneck-up"].queue.limit == 10 and links["s2-up"].delay_s == 0.002
     record = experiment.as_record()
     assert record["flows"]["tcp_maxseg"] == 1500 and record["flows"]["sctp_maxseg"] == 1488
+    assert record["flows"]["stacks"] == ["linux"] and "linux" in record["stacks"]
+
+
+def test_a_bulk_flows_stack_other_than_today_s_names_its_points_and_sets_their_stack(tmp_path):
+    text = BULK.replace('tcp_profiles = ["tcp-sack-reno", "tcp-linux"]',
+                        'tcp_profiles = ["tcp-sack-reno"]\nstacks = ["linux", "freebsd-4.6"]')
+    experiment = spec.load(str(write(tmp_path, text)))
+    found = {p.key: p.stack for p in points(experiment)}
+    assert found == {"geo-2_loss0.015_2flows_tcp-sack-reno": "linux",
+                     "geo-2_loss0.015_2flows_tcp-sack-reno_freebsd-4.6": "freebsd-4.6"}
+    assert [p.get("stack") for p in points(experiment)] == ["linux", "freebsd-4.6"]
+    with pytest.raises(spec.SpecError, match="matrix.stacks.*unknown stack profile"):
+        spec.load(str(write(tmp_path, text.replace('"freebsd-4.6"', '"freebsd-9"'))))
 
 
 @pytest.mark.parametrize("change, key, reason", [

@@ -11,7 +11,11 @@ Pair i carries TCP when i is odd and SCTP when even. Each sender samples its con
 receiver counts what arrived every `sample_ms`.
 
 Its keys: the [flows] table (duration_s, warmup_s, stagger_s, payload_bytes, rcvbuf_bytes,
-delayed_ack, sample_ms). Points: bottleneck x loss x TCP profile. Metrics, over the steady-state
+delayed_ack, sample_ms) and [matrix] stacks. Points: bottleneck x loss x TCP profile x stack.
+A stack reaches the flows through the hosts' sysctls (its timers and the kernel's switches)
+and routes (initial window, RTO floor); its socket buffers do not, since the flows' windows
+are the experiment's own (rcvbuf_bytes), and neither does TCP's initial RTO (a long flow's
+handshake, once). Metrics, over the steady-state
 window [start + warmup, start + duration] common to every flow: Jain's fairness index of the
 flows' throughputs (the deciding one), SCTP's mean throughput over TCP's as a percentage
 increase, bottleneck utilization (delivered payload over the bottleneck's rate), the mean TCP
@@ -31,11 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
 from experiments.procedure import RunFailure
+from experiments.stacks import DEFAULT_STACK, STACKS
 from experiments.workloads.base import (
     Metric,
     Point,
     capture_immediate,
     read_events,
+    read_stacks,
     require_programs,
 )
 from topology.net.dumbbell import dumbbell_address
@@ -66,6 +72,7 @@ class Settings:
     rcvbuf_bytes: int
     delayed_ack: bool
     sample_ms: int
+    stacks: tuple[str, ...] = (DEFAULT_STACK,)
 
 
 def proto_of(pair: int) -> str:
@@ -92,7 +99,7 @@ class BulkFlows:
     topologies = ("dumbbell",)
     data_direction = {"dumbbell": "bottleneck-up"}   # senders s<i> to receivers d<i>
     top_keys: dict[str, Any] = {}
-    matrix_keys: dict[str, Any] = {}
+    matrix_keys = {"stacks": list}
     table = "flows"
     table_keys = {"duration_s": float, "warmup_s": float, "stagger_s": float,
                   "payload_bytes": int, "rcvbuf_bytes": int, "delayed_ack": bool,
@@ -121,7 +128,7 @@ class BulkFlows:
                                          "on per 100 s of the steady state"),
     )
     default_metric = "jain_index"
-    point_columns = ("bottleneck", "pairs", "loss", "profile")
+    point_columns = ("bottleneck", "pairs", "loss", "profile", "stack")
     run_columns = ("jain_index", "sctp_gain_pct", "utilization", "tcp_mbps", "sctp_mbps",
                    "tcp_timeouts", "sctp_timeouts", "tcp_needless_rtx", "sctp_needless_rtx",
                    "tcp_cwnd_segments", "sctp_cwnd_segments", "tcp_segments_per_100s",
@@ -140,7 +147,8 @@ class BulkFlows:
             payload_bytes=table.get("payload_bytes", 1448),
             rcvbuf_bytes=table.get("rcvbuf_bytes", 0),
             delayed_ack=table.get("delayed_ack", True),
-            sample_ms=table.get("sample_ms", 100))
+            sample_ms=table.get("sample_ms", 100),
+            stacks=read_stacks(reader, data.get("matrix", {})))
         if not 1 <= settings.duration_s <= 86_400:
             raise reader.fail("flows.duration_s", "between 1 s and a day")
         if not 0 <= settings.warmup_s < settings.duration_s:
@@ -159,7 +167,12 @@ class BulkFlows:
     def record(self, settings: Settings) -> dict[str, Any]:
         no_delack = ("receivers' routes `quickack 1` and TCP_QUICKACK after every read; SCTP: "
                      "SCTP_DELAYED_SACK sack_freq 1") if not settings.delayed_ack else "kernel's"
-        return {"flows": {**vars(settings),
+        return {"stacks": {name: STACKS[name].record() for name in settings.stacks},
+                "flows": {**vars(settings), "stacks": list(settings.stacks),
+                          "stack_applied": "the stack's sysctls (timers, the kernel's "
+                                           "switches) and routes (initial window, RTO floor); "
+                                           "not its socket buffers (the flows' own: "
+                                           "rcvbuf_bytes) nor TCP's initial RTO",
                           "tcp_maxseg": settings.payload_bytes + TCP_TIMESTAMPS_BYTES,
                           "sctp_maxseg": settings.payload_bytes,
                           "acknowledgements": no_delack,
@@ -170,14 +183,18 @@ class BulkFlows:
 
     # -- the matrix ----------------------------------------------------------------------------
     def points(self, experiment: Experiment) -> list[Point]:
+        """A point's key names its stack where that is not the default one, so that the keys
+        of result sets from before the stack axis stay theirs."""
         points = []
         for entry in experiment.network.entries:
             for loss in experiment.losses:
                 for profile in experiment.tcp_profiles:
-                    key = f"{entry.name}_loss{loss:g}_{entry.pairs}flows_{profile}"
-                    points.append(Point(key, entry.name, loss, profile, (
-                        ("bottleneck", entry.name), ("pairs", entry.pairs), ("loss", loss),
-                        ("profile", profile))))
+                    for stack in experiment.settings.stacks:
+                        key = (f"{entry.name}_loss{loss:g}_{entry.pairs}flows_{profile}"
+                               + ("" if stack == DEFAULT_STACK else f"_{stack}"))
+                        points.append(Point(key, entry.name, loss, profile, (
+                            ("bottleneck", entry.name), ("pairs", entry.pairs),
+                            ("loss", loss), ("profile", profile), ("stack", stack)), stack))
         return points
 
     def estimate_s(self, experiment: Experiment, point: Point) -> float:
@@ -232,6 +249,9 @@ class BulkFlows:
         if not experiment.settings.rcvbuf_bytes:
             raise reader.fail("flows.rcvbuf_bytes", "the ns-2 model needs the receiver's "
                                                    "window: give rcvbuf_bytes")
+        if experiment.settings.stacks != (DEFAULT_STACK,):
+            raise reader.fail("matrix.stacks", "a kernel's stack profiles do not reach ns-2's "
+                                               "agents: drop stacks for the simulator")
 
     def simulate(self, simulator: str, run: dict[str, Any], run_dir: Path,
                  record: dict[str, Any]) -> None:

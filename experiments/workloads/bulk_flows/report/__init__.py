@@ -20,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from analysis import html  # noqa: E402
 from analysis.results import FINISHED, ResultSet, named_runs  # noqa: E402
+from experiments.stacks import DEFAULT_STACK  # noqa: E402
 from experiments.workloads.base import read_events  # noqa: E402
 
 if TYPE_CHECKING:
@@ -38,6 +39,14 @@ def series_of(bottleneck: str) -> str:
     """The set a bottleneck belongs to: its name without the trailing number of pairs."""
     head, _, tail = bottleneck.rpartition("-")
     return head if head and tail.isdigit() else bottleneck
+
+
+def group_of(row: dict[str, Any]) -> str:
+    """What a line and a figure stand for: the TCP profile, and the stack where it is not
+    today's (result sets from before the stack axis have none)."""
+    stack = str(row.get("stack") or DEFAULT_STACK)
+    profile = str(row.get("profile"))
+    return profile if stack == DEFAULT_STACK else f"{profile} / {stack}"
 
 
 def metric_definition(results: ResultSet) -> str:
@@ -63,14 +72,14 @@ def _short(row: dict[str, Any], metric: str) -> str:
 
 
 def _rows(results: ResultSet) -> list[dict[str, Any]]:
-    return sorted(results.summary, key=lambda r: (str(r.get("profile")),
+    return sorted(results.summary, key=lambda r: (group_of(r),
                                                   series_of(str(r.get("bottleneck"))),
                                                   r.get("pairs", 0)))
 
 
 def tables(results: ResultSet) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """fairness.csv: one row per point with every metric's mean and 90% half-width."""
-    columns = ["profile", "bottleneck", "pairs", "rate_bps", "n", "status"]
+    columns = ["profile", "stack", "bottleneck", "pairs", "rate_bps", "n", "status"]
     for metric, _ in METRICS:
         columns += [f"{metric}_mean", f"{metric}_ci90_half"]
     rates = _rates(results)
@@ -87,8 +96,8 @@ def build_figures(results: ResultSet, log_scale: bool = False,
                   ) -> dict[str, Figure]:
     problems = problems if problems is not None else []
     out: dict[str, Figure] = {}
-    for profile in sorted({str(r.get("profile")) for r in results.summary}):
-        out[f"fairness_{profile}"] = against_flows_figure(results, profile)
+    for group in sorted({group_of(r) for r in results.summary}):
+        out[f"fairness_{group.replace(' / ', '_')}"] = against_flows_figure(results, group)
     for run in chosen_runs(results, run_ids):
         folder = results.root / "runs" / run["run_id"]
         try:
@@ -101,15 +110,16 @@ def build_figures(results: ResultSet, log_scale: bool = False,
 
 def chosen_runs(results: ResultSet, run_ids: list[str] | None = None) -> list[dict[str, Any]]:
     """The runs whose traces are drawn: those asked for, else one: at the largest number of
-    flows of the first profile, the run whose Jain's index is closest to its point's mean."""
+    flows of the first profile and stack, the run whose Jain's index is closest to its
+    point's mean."""
     if run_ids:
         return named_runs(results.runs, run_ids, results.root)
     ok = [r for r in results.runs if r.get("status") == "ok"
           and isinstance(r.get("jain_index"), float) and not math.isnan(r["jain_index"])]
     if not ok:
         return []
-    profile = min(str(r["profile"]) for r in ok)
-    ok = [r for r in ok if str(r["profile"]) == profile]
+    group = min(group_of(r) for r in ok)
+    ok = [r for r in ok if group_of(r) == group]
     most = max(r["pairs"] for r in ok)
     candidates = [r for r in ok if r["pairs"] == most]
     point = next((p for p in results.summary if p.get("point") == candidates[0]["run_id"]
@@ -118,13 +128,13 @@ def chosen_runs(results: ResultSet, run_ids: list[str] | None = None) -> list[di
     return [min(candidates, key=lambda r: abs(r["jain_index"] - target))]
 
 
-def against_flows_figure(results: ResultSet, profile: str) -> Figure:
+def against_flows_figure(results: ResultSet, group: str) -> Figure:
     """The study's three numbers against the number of flows, a line per set of bottlenecks,
     error bars the 90% interval; hollow markers where a point has no finished interval."""
     fig = Figure(figsize=(13, 4), layout="constrained")
     fig.analysis_data = []
-    fig.suptitle(f"{results.name}: TCP and SCTP sharing the bottleneck ({profile})")
-    rows = [r for r in _rows(results) if str(r.get("profile")) == profile]
+    fig.suptitle(f"{results.name}: TCP and SCTP sharing the bottleneck ({group})")
+    rows = [r for r in _rows(results) if group_of(r) == group]
     for i, (metric, label) in enumerate(METRICS):
         ax = fig.add_subplot(1, len(METRICS), i + 1)
         ax.set_xlabel("flows (half TCP, half SCTP)")
@@ -147,7 +157,7 @@ def against_flows_figure(results: ResultSet, profile: str) -> Figure:
                         linestyle="none", marker="o", markersize=11, markerfacecolor="white",
                         markeredgecolor=bars.lines[0].get_color(), label="_unfinished")
             for r, mean, half in zip(points, y, err, strict=True):
-                fig.analysis_data.append({"profile": profile, "set": series,
+                fig.analysis_data.append({"profile": group, "set": series,
                                           "bottleneck": r["bottleneck"], "pairs": r["pairs"],
                                           "metric": metric, "mean": mean, "ci90_half": half,
                                           "n": r.get("n"), "status": r.get("status")})
@@ -255,15 +265,15 @@ def _tables_html(results: ResultSet) -> str:
     for series in dict.fromkeys(series_of(str(r.get("bottleneck"))) for r in _rows(results)):
         rows = []
         mine = [r for r in results.summary if series_of(str(r.get("bottleneck"))) == series]
-        for row in sorted(mine, key=lambda r: (r.get("pairs", 0), str(r.get("profile")))):
+        for row in sorted(mine, key=lambda r: (r.get("pairs", 0), group_of(r))):
             rate = rates.get(str(row.get("bottleneck")))
             rows.append([row.get("pairs"), row.get("bottleneck"),
-                         f"{rate / 1e6:g}" if rate else "", row.get("profile"), row.get("n"),
+                         f"{rate / 1e6:g}" if rate else "", group_of(row), row.get("n"),
                          *[_cell(row, metric) for metric, _ in METRICS],
                          *[f"{_short(row, f'tcp_{k}')} / {_short(row, f'sctp_{k}')}"
                            for k in ("timeouts", "needless_rtx")], row.get("status")])
         parts.append(f"<h3>Bottlenecks {html.esc(series)}-n</h3>" + html.table(
-            ["flows", "bottleneck", "Mbit/s", "TCP profile", "runs",
+            ["flows", "bottleneck", "Mbit/s", "TCP profile (/ stack)", "runs",
              *[label for _, label in METRICS], "timeouts per flow, TCP / SCTP",
              "needless retransmissions per flow, TCP / SCTP", "status"], rows))
     return "".join(parts)
