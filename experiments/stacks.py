@@ -291,10 +291,13 @@ STACKS: dict[str, Stack] = {
             "RFC 2960 7.2.4 step 4: \"Restart T3-rtx timer only if the last SACK "
             "acknowledged the lowest outstanding TSN number sent to that address, or the "
             "endpoint is retransmitting the first outstanding DATA chunk sent to that "
-            "address\"; FreeBSD's SCTP does so (sctp_output.c, sctp_chunk_retransmission, "
-            "read in usrsctp at commit 0057a6d6: the timer is stopped and started again when "
-            "the first chunk of the sent queue goes out again, \"to get a SACK back without "
-            "a t3-expiring\"): fast_rtx_restarts_t3 1",
+            "address\" (the specification of the era's SCTP, October 2000). "
+            "The KAME snapshots' own sctp_output.c was not read here; its descendant, "
+            "FreeBSD's SCTP, does so (sctp_output.c, sctp_chunk_retransmission, read in "
+            "usrsctp at commit 0057a6d6: the timer is stopped and started again when the "
+            "first chunk of the sent queue goes out again, \"to get a SACK back without a "
+            "t3-expiring\"), as ns-2.35's agent (sctp/sctp.cc, lines 3028-3045): "
+            "fast_rtx_restarts_t3 1",
             "RFC 2960 6.1 rule D, as the E1 study (4.2) states KAME applied it: Max.Burst "
             "lowers cwnd to flightsize + 4 MTU for good: max_burst_clamps_cwnd 1",
             "RFC 2960 has no potentially-failed state (RFC 7829, 2016): pf_enable 0; its "

@@ -53,6 +53,17 @@ def read_stacks(reader: Reader, matrix: dict[str, Any]) -> tuple[str, ...]:
     return tuple(stacks)
 
 
+def stack_records(stacks: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """What meta.json keeps of each stack an experiment runs under (stacks.Stack.record)."""
+    return {name: STACKS[name].record() for name in stacks}
+
+
+def stack_key_suffix(stack: str) -> str:
+    """The end of a point's key that names its stack: none for DEFAULT_STACK, so that the keys
+    of result sets from before a workload's stack axis stay theirs."""
+    return "" if stack == DEFAULT_STACK else f"_{stack}"
+
+
 class WorkloadError(RuntimeError):
     """A workload cannot start: what it needs is missing; the message says what to do."""
 

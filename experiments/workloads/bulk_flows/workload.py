@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
 from experiments.procedure import RunFailure
-from experiments.stacks import DEFAULT_STACK, STACKS
+from experiments.stacks import DEFAULT_STACK
 from experiments.workloads.base import (
     Metric,
     Point,
@@ -43,6 +43,8 @@ from experiments.workloads.base import (
     read_events,
     read_stacks,
     require_programs,
+    stack_key_suffix,
+    stack_records,
 )
 from topology.net.dumbbell import dumbbell_address
 
@@ -167,7 +169,7 @@ class BulkFlows:
     def record(self, settings: Settings) -> dict[str, Any]:
         no_delack = ("receivers' routes `quickack 1` and TCP_QUICKACK after every read; SCTP: "
                      "SCTP_DELAYED_SACK sack_freq 1") if not settings.delayed_ack else "kernel's"
-        return {"stacks": {name: STACKS[name].record() for name in settings.stacks},
+        return {"stacks": stack_records(settings.stacks),
                 "flows": {**vars(settings), "stacks": list(settings.stacks),
                           "stack_applied": "the stack's sysctls (timers, the kernel's "
                                            "switches) and routes (initial window, RTO floor); "
@@ -183,15 +185,13 @@ class BulkFlows:
 
     # -- the matrix ----------------------------------------------------------------------------
     def points(self, experiment: Experiment) -> list[Point]:
-        """A point's key names its stack where that is not the default one, so that the keys
-        of result sets from before the stack axis stay theirs."""
         points = []
         for entry in experiment.network.entries:
             for loss in experiment.losses:
                 for profile in experiment.tcp_profiles:
                     for stack in experiment.settings.stacks:
                         key = (f"{entry.name}_loss{loss:g}_{entry.pairs}flows_{profile}"
-                               + ("" if stack == DEFAULT_STACK else f"_{stack}"))
+                               + stack_key_suffix(stack))
                         points.append(Point(key, entry.name, loss, profile, (
                             ("bottleneck", entry.name), ("pairs", entry.pairs),
                             ("loss", loss), ("profile", profile), ("stack", stack)), stack))

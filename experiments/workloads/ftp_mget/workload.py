@@ -51,6 +51,7 @@ from experiments.workloads.base import (
     read_events,
     read_stacks,
     require_programs,
+    stack_records,
 )
 from experiments.workloads.client_server import (
     require_intact,
@@ -326,7 +327,7 @@ class FtpMget:
                 "file_sizes": list(settings.file_sizes), "files": settings.files,
                 "variants": list(settings.variants), "parallel": list(settings.parallel),
                 "sctp_settings": {name: dict(knobs) for name, knobs in settings.sctp_settings},
-                "stacks": {name: STACKS[name].record() for name in settings.stacks}}
+                "stacks": stack_records(settings.stacks)}
 
     # -- the matrix ----------------------------------------------------------------------------
     def points(self, experiment: Experiment) -> list[Point]:

@@ -35,6 +35,8 @@ from experiments.workloads.base import (
     read_events,
     read_stacks,
     require_programs,
+    stack_key_suffix,
+    stack_records,
 )
 from experiments.workloads.client_server import (
     require_intact,
@@ -152,7 +154,7 @@ class HttpPage:
         return settings
 
     def record(self, settings: Settings) -> dict[str, Any]:
-        return {"stacks": {name: STACKS[name].record() for name in settings.stacks},
+        return {"stacks": stack_records(settings.stacks),
                 "page": {**vars(settings), "document_sizes": list(settings.document_sizes),
                          "transports": list(settings.transports),
                          "stacks": list(settings.stacks),
@@ -180,12 +182,10 @@ class HttpPage:
     @staticmethod
     def _point(settings: Settings, path: str, loss: float, size: int, transport: str,
                tcp_profile: str, stack: str) -> Point:
-        """A point's key names its stack where that is not the default one, so that the keys
-        of result sets from before the stack axis stay theirs."""
         profile = tcp_profile if transport == "tcp" else SCTP_PROFILE
         key = (f"{path}_loss{loss:g}_{size_label(size) if size else 0}"
                f"+{settings.objects}x{size_label(settings.object_size)}_{transport}_{profile}"
-               + ("" if stack == DEFAULT_STACK else f"_{stack}"))
+               + stack_key_suffix(stack))
         return Point(key, path, loss, profile, (
             ("path", path), ("loss", loss), ("document_size", size),
             ("objects", settings.objects), ("object_size", settings.object_size),
