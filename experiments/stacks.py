@@ -329,6 +329,57 @@ STACKS: dict[str, Stack] = {
             "TCP's backoff ceiling: FreeBSD's TCPTV_REXMTMAX (64 s, tcp_timer.h), Linux's "
             "TCP_RTO_MAX (120 s)",
         )),
+    # E3's hosts were ns-2's agents (ns-2.1 with the University of Delaware's SCTP): the
+    # kernel's TCP and SCTP set as ns-2.35's agents are, where Linux and the project's kernel
+    # can be (ns-2.1's own defaults are not known: analysis/findings/2026-12-e3-ns2.md). The
+    # agents' settings that E3 states (SACK, no delayed acks, 64 KB windows, payloads) are the
+    # experiment's, not the stack's. Needs the switches.
+    "ns-2.35": Stack(
+        "ns-2.35",
+        "Linux's TCP and SCTP as ns-2.35's Agent/TCP/Sack1 and Agent/SCTP (E3's simulator): "
+        "TCP with a 2-segment initial window, a 3 s initial RTO and a 200 ms floor, recovery "
+        "by Sack1's pipe without PRR, one segment per ack in slow start, limited transmit, no "
+        "F-RTO, tail-loss probes or RACK; SCTP with RFC 2960's timers, 4 missing reports for "
+        "a fast retransmit (as E3 states), T3-rtx restarted when the first outstanding chunk "
+        "is fast-retransmitted, Max.Burst ending a burst without lowering cwnd",
+        tcp=Buffers(0, 0), sctp=Buffers(0, 0),
+        tcp_initial_rto_ms=3000, tcp_rto_min_ms=200,
+        sctp_rto_ms=RFC2960_SCTP_RTO_MS,
+        tcp_initcwnd=2, tcp_frto=0, tcp_early_retrans=0, tcp_recovery=0,
+        switches={"net.ipv4.tcp_prr": "0", "net.ipv4.tcp_abc": "0",
+                  "net.sctp.fast_rtx_threshold": "4", "net.sctp.fast_rtx_restarts_t3": "1"},
+        sources=(
+            "ns-2.35 (Debian ns2 2.35+dfsg-5), the agents' defaults as the simulator itself "
+            "gives them (`Agent/TCP set windowInit_` and so on, from tcl/lib/ns-default.tcl): "
+            "Agent/TCP windowInit_ 2 (initcwnd 2), rtxcur_init_ 3.0 (initial RTO 3 s), "
+            "minrto_ 0.2 (the floor, Linux's own), frto_enabled_ 0 and sfrto_enabled_ 0 "
+            "(tcp_frto 0), singledup_ 1 (limited transmit, Linux's own); Agent/SCTP "
+            "initialRto_ 3.0, minRto_ 1.0, maxRto_ 60.0 (RFC 2960's timers)",
+            "ns-2.35 tcp/tcp-sack1.cc (read in hbatmit/ns2.35 at commit f95482f0), "
+            "Sack1TcpAgent: on the third duplicate ack dupack_action() halves cwnd and sets "
+            "pipe_ to the flight less one; send_much() sends while pipe_ < cwnd_, and each "
+            "further ack takes one off pipe_: new data once the flight is under the halved "
+            "window, without PRR's proportional sending (tcp_prr 0, RFC 6582 recovery); no "
+            "tail-loss probe or RACK in the agent (tcp_early_retrans 0, tcp_recovery 0)",
+            "ns-2.35 tcp/tcp.cc TcpAgent::opencwnd(): slow start adds one segment per ack "
+            "that acknowledges new data, however much it covers: tcp_abc 0",
+            "E3 (STUDIES.md) states four missing reports for SCTP's fast retransmit, as "
+            "bulk_flows/ns2.py sets Agent/SCTP fastRtxTrigger_ 4: fast_rtx_threshold 4",
+            "ns-2.35 sctp/sctp.cc, lines 3028-3045: the retransmission of the earliest "
+            "outstanding chunk restarts T3-rtx (RFC 2960 7.2.4 step 4): "
+            "fast_rtx_restarts_t3 1",
+            "ns-2.35 sctp/sctp.cc, RtxMarkedChunks(): with useMaxBurst_ 1 (the default) "
+            "Max.Burst ends the sending loop and leaves cwnd as it is: "
+            "max_burst_clamps_cwnd 0, Linux's own",
+        ),
+        not_applied=(
+            "SCTP's initial window: ns-2.35's initialCwnd_ 2 (MTUs), Linux's "
+            "min(4 MTU, max(2 MTU, 4380 bytes)) (RFC 4960 7.2.1), which no setting changes",
+            "TCP's RTO: ns-2.35's maxrto_ 60 s and its 10 ms tcpTick_ against Linux's 120 s "
+            "ceiling and its jiffies; TCP timestamps: off in ns-2.35 (timestamps_ false), on "
+            "in Linux (12 more header bytes a segment)",
+            "TCP's initial RTO: set, but bulk-flows does not apply it (one handshake a flow)",
+        )),
 }
 DEFAULT_STACK = "linux"
 
@@ -408,7 +459,7 @@ def with_mechanism(today: Stack, era: Stack, mechanism: Mechanism) -> Stack:
 
 
 # The ablations the testbed runs: each era stack from today's.
-ABLATIONS = (("linux", "freebsd-4.6"),)
+ABLATIONS = (("linux", "freebsd-4.6"), ("linux", "ns-2.35"))
 ABLATION_SEPARATOR = ".."
 for _today, _era in ABLATIONS:
     for _mechanism in mechanisms_between(STACKS[_today], STACKS[_era]):

@@ -47,7 +47,9 @@ def add_command(command: Callable[[str, str, str], argparse.ArgumentParser]) -> 
 
 
 def handle(args: argparse.Namespace) -> int:
-    every = claims.load_all([args.study])
+    # each finding once: an [[also]] copy is the same claim on another setup, and here every
+    # claim is judged on the ablation's own runs
+    every = [c for c in claims.load_all([args.study]) if not c.copy_of]
     experiment = spec.load(args.experiment or f"ablation-{args.study.lower()}")
     kernel = args.kernel or os.environ.get("KERNEL") or DEFAULT_KERNEL
     if not args.score_only:

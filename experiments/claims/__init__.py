@@ -7,7 +7,7 @@ refused with its file, the key and the reason, as experiment files are."""
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ class Claim:
     about: bool = False
     sign: bool = False
     unmeasured: str = ""
+    copy_of: str = ""                   # an [[also]] copy: the id of the claim it copies
 
     @property
     def measurable(self) -> bool:
@@ -159,7 +160,7 @@ class ClaimReader:
                 copy = {**entry, "id": entry["id"] + also["suffix"],
                         "experiment": also["experiment"],
                         "words": f"{entry['words']} ({also['as']})"}
-                claim = self.claim(data, copy, index)
+                claim = replace(self.claim(data, copy, index), copy_of=entry["id"])
                 if claim.id in seen:
                     raise self.fail(f"{where}.suffix", f"claim {claim.id}: id used twice")
                 seen.add(claim.id)

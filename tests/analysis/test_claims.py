@@ -90,6 +90,7 @@ def test_also_judges_every_claim_on_a_second_experiment_too(tmp_path):
     assert [(c.id, c.experiment) for c in loaded] == [
         ("x", "multistream"), ("y", "fcs"), ("x-ab", "demo")]
     assert loaded[2].words == "w (on the demo's paths)"
+    assert [c.copy_of for c in loaded] == ["", "", "x"]
 
 
 @pytest.mark.parametrize(("also", "message"), [

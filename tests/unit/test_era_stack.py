@@ -60,3 +60,38 @@ def test_switches_at_linux_values_pass_a_kernel_without_them_and_others_fail():
     apply_sysctls(LocalShell(), dict(KERNEL_SWITCHES))
     with pytest.raises(RunFailure, match="tcp_prr"):
         apply_sysctls(LocalShell(), {"net.ipv4.tcp_prr": "0"})
+
+
+def ns2_defaults(names: dict[str, list[str]]) -> dict[str, float]:
+    """Agent defaults as ns-2 itself gives them (its tcl/lib/ns-default.tcl), `Class.var`."""
+    lines = [f'puts "{cls}.{var} [{cls} set {var}]"' for cls, vars_ in names.items()
+             for var in vars_]
+    script = subprocess.run(["ns"], input="\n".join(lines) + "\nexit\n", capture_output=True,
+                            text=True, timeout=60)
+    assert script.returncode == 0, script.stderr
+    return {key: float(value) for key, value in
+            (line.split() for line in script.stdout.splitlines() if line.strip())}
+
+
+def test_the_ns2_stack_is_the_simulators_own_defaults():
+    from experiments.workloads.bulk_flows import ns2
+    given = ns2_defaults({"Agent/TCP": ["windowInit_", "rtxcur_init_", "minrto_",
+                                        "frto_enabled_", "singledup_"],
+                          "Agent/SCTP": ["minRto_", "initialRto_", "maxRto_", "useMaxBurst_"]})
+    stack = STACKS["ns-2.35"]
+    assert stack.tcp_initcwnd == given["Agent/TCP.windowInit_"]
+    assert stack.tcp_initial_rto_ms == 1000 * given["Agent/TCP.rtxcur_init_"]
+    assert stack.tcp_rto_min_ms == 1000 * given["Agent/TCP.minrto_"]
+    assert stack.tcp_frto == given["Agent/TCP.frto_enabled_"] == 0
+    switches = stack.sysctls()
+    # singledup_: limited transmit, which the stack leaves on, as Linux has it
+    assert given["Agent/TCP.singledup_"] == 1
+    assert switches["net.ipv4.tcp_limited_transmit"] == "1"
+    assert stack.sctp_rto_ms == tuple(1000 * given[f"Agent/SCTP.{v}"]
+                                      for v in ("minRto_", "initialRto_", "maxRto_"))
+    # useMaxBurst_ 1 ends a burst and leaves cwnd: Linux's own Max.Burst
+    assert given["Agent/SCTP.useMaxBurst_"] == 1
+    assert switches["net.sctp.max_burst_clamps_cwnd"] == "0"
+    # the fast-retransmit threshold is E3's, as the ns-2 runs set it
+    assert switches["net.sctp.fast_rtx_threshold"] == str(ns2.SCTP_FAST_RTX_TRIGGER)
+    assert refusal_without_switches("ns-2.35", "uml") is not None
