@@ -7,6 +7,9 @@ a claim's points). A step's move is its factor over today's, and its share of th
 whole move on the log scale: 1 is a mechanism that alone makes the whole difference, 0 one that
 makes none, a negative share a move the other way. Shares need not add up to 1: mechanisms
 interact (a slower timer costs more where fewer losses are repaired by a fast retransmit).
+A value claim's number (a gain in %, an index) may be zero or negative: there a step's move is
+its difference from today's, and a share is given only for a move beyond the noise, where the
+step's 90% interval and today's are apart (and the era stack's too).
 
 Writes ablation.csv (a row per claim and step), ablation.json (the same, with each point's
 verdicts), ablation.md (a table per claim) and ablation.png (a panel per claim). The
@@ -29,7 +32,7 @@ from experiments.claims import Claim
 
 TODAY, ERA = "today", "era"
 COLUMNS = ("study", "claim", "words", "published", "step", "stack", "mechanism", "verdict",
-           "ours", "low", "high", "factor", "share", "points")
+           "ours", "low", "high", "factor", "difference", "share", "points")
 # A share is only a share of something: beneath this move of the era stack (2%, on the log
 # scale), the era stack did not move the claim's number and no mechanism's share is given.
 LEAST_ERA_MOVE = math.log(1.02)
@@ -46,7 +49,8 @@ class Step:
     verdict: Verdict
     ours: tuple[float, float, float] | None
     factor: float | None = None    # ours over today's
-    share: float | None = None     # of the era's move, on the log scale
+    share: float | None = None     # of the era's move (on the log scale for a factor)
+    difference: float | None = None   # ours less today's (value claims)
 
 
 class AblationError(ValueError):
@@ -85,17 +89,38 @@ def steps(claim: Claim, verdicts: list[Verdict], order: list[str],
         return []
     ours = {s: v.ours() for s, v in found}
     base, era = ours.get(order[0]), ours.get(order[-1])
-    ratio = claim.kind in RATIO_KINDS
-    era_move = _log_move(era, base) if ratio else None
+    if claim.kind not in RATIO_KINDS:
+        return [_value_step(stack, mechanism_of.get(stack, stack), verdict, ours[stack], base,
+                            era) for stack, verdict in found]
+    era_move = _log_move(era, base)
     out = []
     for stack, verdict in found:
-        move = _log_move(ours[stack], base) if ratio else None
+        move = _log_move(ours[stack], base)
         factor = None if move is None else math.exp(move)
         share = (move / era_move if move is not None and era_move is not None
                  and abs(era_move) >= LEAST_ERA_MOVE else None)
         out.append(Step(stack, mechanism_of.get(stack, stack), verdict, ours[stack], factor,
                         share))
     return out
+
+
+def _value_step(stack: str, mechanism: str, verdict: Verdict,
+                ours: tuple[float, float, float] | None, base: tuple[float, float, float] | None,
+                era: tuple[float, float, float] | None) -> Step:
+    """A value claim's step: its difference from today's, and its share of the era's
+    difference where both moves lie beyond today's interval."""
+    if ours is None or base is None:
+        return Step(stack, mechanism, verdict, ours)
+    difference = ours[0] - base[0]
+    share = None
+    if era is not None and _apart(era, base) and _apart(ours, base):
+        share = difference / (era[0] - base[0])
+    return Step(stack, mechanism, verdict, ours, share=share, difference=difference)
+
+
+def _apart(one: tuple[float, float, float], other: tuple[float, float, float]) -> bool:
+    """Whether two 90% intervals (centre, low, high) do not overlap."""
+    return one[1] > other[2] or one[2] < other[1]
 
 
 def _log_move(ours: tuple[float, float, float] | None,
@@ -114,7 +139,8 @@ def row(claim: Claim, step: Step, number: int) -> dict[str, Any]:
     return {"study": claim.study, "claim": claim.id, "words": claim.words,
             "published": published, "step": number, "stack": step.stack,
             "mechanism": step.mechanism, "verdict": step.verdict.verdict, "ours": centre,
-            "low": low, "high": high, "factor": step.factor, "share": step.share,
+            "low": low, "high": high, "factor": step.factor, "difference": step.difference,
+            "share": step.share,
             "points": len(step.verdict.measured)}
 
 
@@ -155,6 +181,9 @@ def answer(claim_steps: list[Step]) -> str:
     top = _top_mover(claim_steps)
     if top is not None and top.factor is not None and top.share is not None:
         line += (f"; most moved by {top.mechanism} (x{top.factor:.3g}, "
+                 f"{top.share:.0%} of the era's move)")
+    elif top is not None and top.difference is not None and top.share is not None:
+        line += (f"; most moved by {top.mechanism} ({top.difference:+.3g}, "
                  f"{top.share:.0%} of the era's move)")
     return line
 
@@ -203,19 +232,23 @@ def markdown(table: Table, meta: dict[str, Any]) -> str:
     lines = ["# Ablation: from today's stack to the era stack, one mechanism at a time", "",
              f"Results: `{meta.get('folder', '')}`; kernel {meta.get('kernel_release', '?')}, "
              f"clock {meta.get('clock', '?')}. Ours: the scorecard's number with its 90% "
-             "interval; factor: over today's; share: of the era stack's move (log scale).",
+             "interval; factor: over today's; difference: less today's (value claims); "
+             "share: of the era stack's move (log scale for a factor; for a difference only "
+             "where the step's interval and today's are apart).",
              ""]
     for claim, claim_steps in table:
         published = row(claim, claim_steps[0], 0)["published"] or "-"
         lines += [f"## {claim.id}: {claim.words}", "",
                   f"Published: {published}. Kind: {claim.kind}.", "",
-                  "| step | verdict | ours | 90% interval | factor | share | points |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| step | verdict | ours | 90% interval | factor | difference | share | "
+                  "points |",
+                  "|---|---|---|---|---|---|---|---|"]
         for step in claim_steps:
             centre, low, high = step.ours if step.ours else (None, None, None)
             interval = f"{_number(low)} to {_number(high)}" if low is not None else ""
             lines.append(f"| {step.mechanism} | {step.verdict.verdict} | {_number(centre)} | "
                          f"{interval} | {_number(step.factor)} | "
+                         f"{_number(step.difference, '{:+.3g}')} | "
                          f"{_number(step.share, '{:.2f}')} | {len(step.verdict.measured)} |")
         lines.append("")
     return "\n".join(lines)

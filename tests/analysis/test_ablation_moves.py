@@ -96,3 +96,25 @@ def test_the_four_files(tmp_path):
     shown = list(csv.DictReader(card["csv"].open()))
     assert {r["ablation"] for r in shown} == {answer}
     assert "the steps</a>" in card["html"].read_text()
+
+
+def value_verdict(c: Claim, stack: str, value: float, half: float) -> Verdict:
+    point = PointVerdict("p0", REPRODUCED, Estimate(value, value - half, value + half, True), "",
+                         (10, 10))
+    return Verdict(c, f"{stack} / tcp-sack-reno", REPRODUCED, [point])
+
+
+def test_a_value_claim_moves_by_differences_and_shares_only_beyond_the_noise():
+    c = claim("value")
+    # today +5 +-4; a moves it +3 (inside today's interval), b +12 (outside), the era +16
+    verdicts = [value_verdict(c, "linux", 5.0, 4.0), value_verdict(c, "linux+era-a", 8.0, 4.0),
+                value_verdict(c, "linux+era-b", 17.0, 4.0), value_verdict(c, "era", 21.0, 4.0)]
+    steps = ablation.steps(c, verdicts, ORDER, NAMES)
+    assert [s.difference for s in steps] == [0.0, 3.0, 12.0, 16.0]
+    assert [s.factor for s in steps] == [None] * 4
+    assert [s.share for s in steps] == [None, None, 0.75, 1.0]
+    assert ablation.answer(steps) == ("reproduced on linux, reproduced on era; most moved by b "
+                                      "(+12, 75% of the era's move)")
+    # an era stack inside today's interval gives no share at all
+    verdicts[-1] = value_verdict(c, "era", 8.0, 4.0)
+    assert all(s.share is None for s in ablation.steps(c, verdicts, ORDER, NAMES))
