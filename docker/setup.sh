@@ -35,6 +35,8 @@ packages=(
   tcpdump tshark iperf3
   # E3 in the simulator its study ran (experiments/fairness-ns2.toml): ns-2.35 with SCTP
   ns2
+  # a second SCTP stack: usrsctp, FreeBSD's SCTP in user space (its tsctp, over UDP encapsulation)
+  libusrsctp-dev libusrsctp-examples
   # the C programs: build, SCTP and capture libraries, FTP peers used by tests
   build-essential libsctp-dev libpcap-dev lksctp-tools curl lftp vsftpd
   # harness and analysis, and the venv the `testbed` command is installed in (with Debian's

@@ -1,0 +1,38 @@
+#!/bin/bash
+# Runs INSIDE the pinned kernel (see test_usrsctp_encapsulation.py): usrsctp's tsctp sends to
+# bulkflow's SCTP receiver, the kernel's SCTP, both over UDP encapsulation (RFC 6951), across a
+# veth between two namespaces; everything is left in $WORK for the host side to judge.
+#   BIN=DIR WORK=DIR MESSAGES=N LENGTH=BYTES bash inside_usrsctp_encapsulation.sh
+set -euo pipefail
+: "${BIN:?}" "${WORK:?}" "${MESSAGES:?}" "${LENGTH:?}"
+KERNEL_UDP_PORT=9899     # where the receiver's kernel takes SCTP over UDP (net.sctp.udp_port)
+USRSCTP_UDP_PORT=9900    # tsctp's own UDP port, to which the kernel encapsulates its answers
+PORT=5001
+ip netns add tx
+ip netns add rx
+ip link add tx0 netns tx type veth peer rx0 netns rx
+ip -n tx addr add 10.7.0.1/24 dev tx0
+ip -n rx addr add 10.7.0.2/24 dev rx0
+for ns in tx rx; do ip -n $ns link set lo up; done
+ip -n tx link set tx0 up
+ip -n rx link set rx0 up
+ip netns exec rx sysctl -q -w net.sctp.udp_port=$KERNEL_UDP_PORT \
+    net.sctp.encap_port=$USRSCTP_UDP_PORT
+ip netns exec rx sysctl -n net.sctp.udp_port net.sctp.encap_port > "$WORK/sysctls"
+ip netns exec tx tcpdump -i tx0 -n -s 0 -U -w "$WORK/flow.pcap" 2> "$WORK/tcpdump.err" &
+capture=$!
+ip netns exec rx "$BIN/bulkflow" recv --proto sctp --listen 10.7.0.2:$PORT \
+    --accept-timeout 30 --stall-timeout 20 > "$WORK/recv.jsonl" 2> "$WORK/recv.err" &
+receiver=$!
+sleep 1
+# tsctp prints usrsctp's debug lines; only its exit status is judged
+set +e
+ip netns exec tx timeout 60 /usr/lib/usrsctp/tsctp -U $KERNEL_UDP_PORT -E $USRSCTP_UDP_PORT \
+    -n "$MESSAGES" -l "$LENGTH" -p $PORT 10.7.0.2 > "$WORK/tsctp.out" 2>&1
+echo $? > "$WORK/tsctp.rc"
+wait $receiver
+echo $? > "$WORK/recv.rc"
+set -e
+sleep 1
+kill -INT $capture
+wait $capture || true
