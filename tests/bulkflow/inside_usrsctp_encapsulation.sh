@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs INSIDE the pinned kernel (see test_usrsctp_encapsulation.py): usrsctp's tsctp sends to
-# bulkflow's SCTP receiver, the kernel's SCTP, both over UDP encapsulation (RFC 6951), across a
-# veth between two namespaces; everything is left in $WORK for the host side to judge.
+# bulkflow's SCTP receiver, the kernel's SCTP, and then bulkflow's sender to tsctp's receiver,
+# over UDP encapsulation (RFC 6951), across a veth between two namespaces (tx: usrsctp, rx:
+# the kernel's SCTP); everything is left in $WORK for the host side to judge.
 #   BIN=DIR WORK=DIR MESSAGES=N LENGTH=BYTES bash inside_usrsctp_encapsulation.sh
 set -euo pipefail
 : "${BIN:?}" "${WORK:?}" "${MESSAGES:?}" "${LENGTH:?}"
@@ -33,6 +34,19 @@ echo $? > "$WORK/tsctp.rc"
 wait $receiver
 echo $? > "$WORK/recv.rc"
 set -e
+
+# the other way: the kernel's SCTP sends to usrsctp's, which acknowledges what it received
+ip netns exec tx /usr/lib/usrsctp/tsctp -E $USRSCTP_UDP_PORT -p $((PORT + 1)) \
+    > "$WORK/tsctp-recv.out" 2>&1 &
+usrsctp_receiver=$!
+sleep 1
+set +e
+ip netns exec rx "$BIN/bulkflow" send --proto sctp --to 10.7.0.1:$((PORT + 1)) --duration 2 \
+    --stall-timeout 20 --drain-timeout 30 > "$WORK/send.jsonl" 2> "$WORK/send.err"
+echo $? > "$WORK/send.rc"
+set -e
+kill $usrsctp_receiver
+wait $usrsctp_receiver || true
 sleep 1
 kill -INT $capture
 wait $capture || true

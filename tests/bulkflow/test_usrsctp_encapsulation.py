@@ -3,8 +3,10 @@ libusrsctp-examples, `tsctp`) sends to bulkflow's receiver on the kernel's SCTP,
 pinned kernel, over UDP encapsulation (RFC 6951: the receiver's kernel takes SCTP on UDP port
 9899, net.sctp.udp_port, and answers to tsctp's own UDP port, net.sctp.encap_port). usrsctp
 cannot share raw IP with a kernel whose SCTP answers associations it does not know, so UDP is
-how it reaches the wire. Judged from the receiver's events and the sender's capture: every
-byte arrives, and every SCTP packet travels inside UDP, both ways."""
+how it reaches the wire. Then the other way: bulkflow's sender on the kernel's SCTP into
+tsctp's receiver. Judged from the programs' events and the capture: every byte arrives (the
+kernel's sender ends only once usrsctp has acknowledged all it wrote and its SHUTDOWN), and
+every SCTP packet travels inside UDP, both ways, in both associations."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,6 +47,19 @@ def test_every_byte_tsctp_sent_reached_the_kernels_sctp(flow):
     assert one(got, "end")["bytes"] == MESSAGES * LENGTH
 
 
+def test_usrsctp_acknowledged_every_byte_the_kernels_sctp_sent(flow):
+    assert (flow / "send.rc").read_text().strip() == "0", (flow / "send.err").read_text()
+    err = (flow / "send.err").read_text()
+    assert not any(m in err for m in SANITIZER_MARKS), err
+    end = one(events((flow / "send.jsonl").read_text()), "end")
+    # rc 0: all it wrote acknowledged, SHUTDOWN included (PROGRAMS.md)
+    assert end["delivered_confirmed"] is True and end["bytes"] > 0
+    # tsctp's own count, its last line: message length, messages, ..., bytes, seconds, ...
+    summary = [line for line in (flow / "tsctp-recv.out").read_text().splitlines()
+               if line and not line.startswith("[")][-1].split(", ")
+    assert int(summary[3]) == end["bytes"] == int(summary[0]) * int(summary[1]), summary
+
+
 def test_every_sctp_packet_travels_inside_udp_both_ways(flow):
     pcap = flow / "flow.pcap"
     rows = tshark(pcap, "sctp", "ip.src", "udp.srcport", "udp.dstport", "sctp.chunk_type")
@@ -52,6 +67,8 @@ def test_every_sctp_packet_travels_inside_udp_both_ways(flow):
     assert tshark(pcap, "sctp && !udp", "frame.number") == []
     directions = {(src, sport, dport) for src, sport, dport, _ in rows}
     assert directions == {("10.7.0.1", "9900", "9899"), ("10.7.0.2", "9899", "9900")}
+    # the second association's DATA goes from the kernel's end
+    assert tshark(pcap, "sctp.data_tsn && ip.src == 10.7.0.2", "frame.number")
     chunks = {int(t) for _, _, _, types in rows for t in types.split(",")}
     # INIT, INIT ACK, COOKIE ECHO, COOKIE ACK, DATA and SACK; no ABORT (6)
     assert {1, 2, 10, 11, 0, 3} <= chunks and 6 not in chunks
