@@ -355,20 +355,25 @@ STACKS: dict[str, Stack] = {
             "minrto_ 0.2 (the floor, Linux's own), frto_enabled_ 0 and sfrto_enabled_ 0 "
             "(tcp_frto 0), singledup_ 1 (limited transmit, Linux's own); Agent/SCTP "
             "initialRto_ 3.0, minRto_ 1.0, maxRto_ 60.0 (RFC 2960's timers)",
-            "ns-2.35 tcp/tcp-sack1.cc (read in hbatmit/ns2.35 at commit f95482f0), "
-            "Sack1TcpAgent: on the third duplicate ack dupack_action() halves cwnd and sets "
-            "pipe_ to the flight less one; send_much() sends while pipe_ < cwnd_, and each "
+            "ns-2.35 tcp/tcp-sack1.cc (read in hbatmit/ns2.35 at commit f8f8c6f3, lines "
+            "327-345 and 435), Sack1TcpAgent: on the third duplicate ack dupack_action() "
+            "halves cwnd and, with the defaults oldCode_ and LimTransmitFix_ false, sets pipe_ "
+            "to the flight less the three duplicate acks; send_much() sends while "
+            "pipe_ < cwnd_, and each "
             "further ack takes one off pipe_: new data once the flight is under the halved "
             "window, without PRR's proportional sending (tcp_prr 0, RFC 6582 recovery); no "
             "tail-loss probe or RACK in the agent (tcp_early_retrans 0, tcp_recovery 0)",
-            "ns-2.35 tcp/tcp.cc TcpAgent::opencwnd(): slow start adds one segment per ack "
+            "ns-2.35 tcp/tcp.cc (hbatmit/ns2.35 f8f8c6f3, line 1130) TcpAgent::opencwnd(): "
+            "slow start adds one segment per ack "
             "that acknowledges new data, however much it covers: tcp_abc 0",
             "E3 (STUDIES.md) states four missing reports for SCTP's fast retransmit, as "
             "bulk_flows/ns2.py sets Agent/SCTP fastRtxTrigger_ 4: fast_rtx_threshold 4",
-            "ns-2.35 sctp/sctp.cc, lines 3028-3045: the retransmission of the earliest "
+            "ns-2.35 sctp/sctp.cc (hbatmit/ns2.35 f8f8c6f3), lines 3028-3045: the "
+            "retransmission of the earliest "
             "outstanding chunk restarts T3-rtx (RFC 2960 7.2.4 step 4): "
             "fast_rtx_restarts_t3 1",
-            "ns-2.35 sctp/sctp.cc, RtxMarkedChunks(): with useMaxBurst_ 1 (the default) "
+            "ns-2.35 sctp/sctp.cc (hbatmit/ns2.35 f8f8c6f3), RtxMarkedChunks(), line 3119: "
+            "with useMaxBurst_ 1 (the default) "
             "Max.Burst ends the sending loop and leaves cwnd as it is: "
             "max_burst_clamps_cwnd 0, Linux's own",
         ),
