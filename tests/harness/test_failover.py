@@ -20,6 +20,11 @@ RTO_MIN_S = 1.0          # Linux SCTP's rto_min: no timeout comes sooner after T
 # by a SACK's spacing (two packets' time on this 3 Mbit/s path, 8 ms): one run moved 0.99918 s
 # after the cut. Half a tenth of a second allows that and still refuses any earlier move.
 SACK_AGE_AT_CUT_S = 0.05
+# A dead path still delivers what its router's queue held at the cut (netem drops at its
+# input; the drop-tail fifo behind it drains): 50 packets of 1500 bytes at 3 Mbit/s, the 1 ms
+# delay, and a packet's time of slack. The path can as well be idle at the cut (between two
+# files of the mget), and then its last data came before it.
+QUEUE_DRAIN_S = 50 * 1500 * 8 / 3e6 + 0.001 + 0.004
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +75,9 @@ def test_sctp_moves_its_data_to_path_2_after_its_first_timeout(failover):
             moved = float(run["failover_s"])
             assert RTO_MIN_S - SACK_AGE_AT_CUT_S <= moved < 3 * RTO_MIN_S + 1, run
             assert int(run["data_path2"]) > 0 and int(run["spurious_switches"]) == 0
-            # what path 1's queue still held came after the failure, then nothing
-            assert 0 < float(run["failover_gap_s"]) <= float(run["failover_s"])
+            # what path 1's queue still held at most came after the failure, then nothing
+            gap = float(run["failover_gap_s"])
+            assert 0 < gap and float(run["failover_s"]) - gap <= QUEUE_DRAIN_S, run
 
 
 def test_without_the_potentially_failed_state_the_failure_costs_more_waiting(failover):
