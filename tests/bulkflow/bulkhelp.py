@@ -101,8 +101,11 @@ def run(bindir: Path, *args, timeout: float = 60) -> Result:
     return Result(proc.returncode, events(stdout), stderr, usage.ru_utime + usage.ru_stime, wall)
 
 
-def tshark(pcap: Path, display_filter: str, *fields: str) -> list[list[str]]:
-    r = subprocess.run(["tshark", "-r", str(pcap), "-Y", display_filter, "-T", "fields",
+def tshark(pcap: Path, display_filter: str, *fields: str,
+           options: tuple[str, ...] = ()) -> list[list[str]]:
+    """`options`: tshark's own, e.g. ("-o", "sctp.checksum:CRC-32C") to have it check SCTP's
+    checksum."""
+    r = subprocess.run(["tshark", "-r", str(pcap), *options, "-Y", display_filter, "-T", "fields",
                         *sum((["-e", f] for f in fields), [])],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

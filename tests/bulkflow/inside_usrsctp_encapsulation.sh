@@ -35,18 +35,35 @@ wait $receiver
 echo $? > "$WORK/recv.rc"
 set -e
 
-# the other way: the kernel's SCTP sends to usrsctp's, which acknowledges what it received
-ip netns exec tx /usr/lib/usrsctp/tsctp -E $USRSCTP_UDP_PORT -p $((PORT + 1)) \
-    > "$WORK/tsctp-recv.out" 2>&1 &
-usrsctp_receiver=$!
-sleep 1
-set +e
-ip netns exec rx "$BIN/bulkflow" send --proto sctp --to 10.7.0.1:$((PORT + 1)) --duration 2 \
-    --stall-timeout 20 --drain-timeout 30 > "$WORK/send.jsonl" 2> "$WORK/send.err"
-echo $? > "$WORK/send.rc"
-set -e
-kill $usrsctp_receiver
-wait $usrsctp_receiver || true
+# the other way: the kernel's SCTP sends to usrsctp's, which acknowledges what it received;
+# once with the veth's offloads as they come (GSO on) and once with GSO off on the kernel's
+# side, each judged from its own counters (PROGRAMS.md: SCTP over UDP and GSO)
+sctp_counters() { ip netns exec rx cat /proc/net/sctp/snmp; ip -n rx -s -j link show rx0; }
+phase() {   # name port
+    local name=$1 port=$2
+    ip netns exec rx ethtool -k rx0 > "$WORK/$name.offloads"
+    sctp_counters > "$WORK/$name.before"
+    ip netns exec tx tcpdump -i tx0 -n -s 0 -U -w "$WORK/$name.pcap" 2> "$WORK/$name.tcpdump.err" &
+    local phase_capture=$!
+    ip netns exec tx /usr/lib/usrsctp/tsctp -E $USRSCTP_UDP_PORT -p "$port" \
+        > "$WORK/$name.tsctp-recv.out" 2>&1 &
+    local usrsctp_receiver=$!
+    sleep 1
+    set +e
+    ip netns exec rx "$BIN/bulkflow" send --proto sctp --to "10.7.0.1:$port" --duration 2 \
+        --stall-timeout 20 --drain-timeout 30 > "$WORK/$name.send.jsonl" 2> "$WORK/$name.send.err"
+    echo $? > "$WORK/$name.send.rc"
+    set -e
+    kill $usrsctp_receiver
+    wait $usrsctp_receiver || true
+    sctp_counters > "$WORK/$name.after"
+    sleep 1
+    kill -INT $phase_capture
+    wait $phase_capture || true
+}
+phase gso $((PORT + 1))
+ip netns exec rx ethtool -K rx0 gso off tx-sctp-segmentation off
+phase nogso $((PORT + 2))
 sleep 1
 kill -INT $capture
 wait $capture || true

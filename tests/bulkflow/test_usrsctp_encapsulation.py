@@ -6,9 +6,17 @@ cannot share raw IP with a kernel whose SCTP answers associations it does not kn
 how it reaches the wire. Then the other way: bulkflow's sender on the kernel's SCTP into
 tsctp's receiver. Judged from the programs' events and the capture: every byte arrives (the
 kernel's sender ends only once usrsctp has acknowledged all it wrote and its SHUTDOWN), and
-every SCTP packet travels inside UDP, both ways, in both associations."""
+every SCTP packet travels inside UDP, both ways, in both associations.
+
+The kernel's sender runs twice: with the veth's offloads as they come and with GSO off on its
+side. With GSO, Linux 6.1's SCTP over UDP hands the veth packets of several chunks longer than
+the MTU with their CRC-32c left to segmentation, which a veth into a local socket never does:
+they reach usrsctp whole, as one datagram with checksum 0, and usrsctp acknowledges none of
+their chunks, so each one waits for its T3. With GSO off every packet fits the MTU and carries
+its checksum, and nothing is lost (PROGRAMS.md)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +30,10 @@ pytestmark = pytest.mark.kernel
 JOB = Path(__file__).with_name("inside_usrsctp_encapsulation.sh")
 TSCTP = Path("/usr/lib/usrsctp/tsctp")
 MESSAGES, LENGTH = 2000, 1400
+KERNEL_SIDE, USRSCTP_SIDE = "10.7.0.2", "10.7.0.1"
+FRAME_MAX = 1514                 # the veth's MTU, 1500 bytes, and its Ethernet header
+CRC32C = ("-o", "sctp.checksum:CRC-32C")
+PHASES = ("gso", "nogso")
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +59,79 @@ def test_every_byte_tsctp_sent_reached_the_kernels_sctp(flow):
     assert one(got, "end")["bytes"] == MESSAGES * LENGTH
 
 
-def test_usrsctp_acknowledged_every_byte_the_kernels_sctp_sent(flow):
-    assert (flow / "send.rc").read_text().strip() == "0", (flow / "send.err").read_text()
-    err = (flow / "send.err").read_text()
+@pytest.mark.parametrize("phase", PHASES)
+def test_usrsctp_acknowledged_every_byte_the_kernels_sctp_sent(flow, phase):
+    assert (flow / f"{phase}.send.rc").read_text().strip() == "0", \
+        (flow / f"{phase}.send.err").read_text()
+    err = (flow / f"{phase}.send.err").read_text()
     assert not any(m in err for m in SANITIZER_MARKS), err
-    end = one(events((flow / "send.jsonl").read_text()), "end")
+    end = one(events((flow / f"{phase}.send.jsonl").read_text()), "end")
     # rc 0: all it wrote acknowledged, SHUTDOWN included (PROGRAMS.md)
     assert end["delivered_confirmed"] is True and end["bytes"] > 0
     # tsctp's own count, its last line: message length, messages, ..., bytes, seconds, ...
-    summary = [line for line in (flow / "tsctp-recv.out").read_text().splitlines()
+    summary = [line for line in (flow / f"{phase}.tsctp-recv.out").read_text().splitlines()
                if line and not line.startswith("[")][-1].split(", ")
     assert int(summary[3]) == end["bytes"] == int(summary[0]) * int(summary[1]), summary
+
+
+def counters(text: str) -> dict[str, int]:
+    """The kernel side's SCTP counters (/proc/net/sctp/snmp) and its veth's transmit drops."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("["):
+            out["tx_dropped"] = json.loads(line)[0]["stats64"]["tx"]["dropped"]
+        elif len(line.split()) == 2:
+            name, value = line.split()
+            out[name] = int(value)
+    return out
+
+
+def during(flow: Path, phase: str) -> dict[str, int]:
+    before = counters((flow / f"{phase}.before").read_text())
+    after = counters((flow / f"{phase}.after").read_text())
+    return {name: after[name] - before[name] for name in after}
+
+
+def kernel_data(flow: Path, phase: str) -> list[tuple[int, int, list[int], str]]:
+    """The kernel's DATA packets as usrsctp's side received them: frame, length, TSNs and
+    whether Wireshark found the CRC-32c right."""
+    rows = tshark(flow / f"{phase}.pcap", f"sctp.data_tsn && ip.src == {KERNEL_SIDE}",
+                  "frame.number", "frame.len", "sctp.data_tsn_raw", "sctp.checksum.status",
+                  options=CRC32C)
+    return [(int(n), int(length), [int(t) for t in tsns.split(",")], status)
+            for n, length, tsns, status in rows]
+
+
+def test_with_gso_packets_longer_than_the_mtu_reach_usrsctp_unchecksummed_and_unacknowledged(
+        flow):
+    offloads = (flow / "gso.offloads").read_text()
+    assert "generic-segmentation-offload: on" in offloads
+    oversize = [row for row in kernel_data(flow, "gso") if row[1] > FRAME_MAX]
+    assert oversize, "the kernel sent no packet longer than the MTU with GSO on"
+    checksums = tshark(flow / "gso.pcap", f"frame.len > {FRAME_MAX} && ip.src == {KERNEL_SIDE}",
+                       "sctp.checksum")
+    assert {c for (c,) in checksums} == {"0x00000000"}, checksums
+    assert all(len(tsns) > 1 for _, _, tsns, _ in oversize)
+    acks = [(int(n), int(cum)) for n, cum in tshark(
+        flow / "gso.pcap", f"sctp.sack_cumulative_tsn_ack && ip.src == {USRSCTP_SIDE}",
+        "frame.number", "sctp.sack_cumulative_tsn_ack_raw")]
+    sent = kernel_data(flow, "gso")
+    for frame, _, tsns, _ in oversize:
+        again = next(n for n, _, later, _ in sent if n > frame and tsns[0] in later)
+        assert all(cum < tsns[0] for n, cum in acks if frame < n < again), (frame, tsns)
+    assert during(flow, "gso")["SctpT3RtxExpireds"] > 0
+
+
+def test_without_gso_every_packet_fits_the_mtu_and_nothing_is_lost(flow):
+    offloads = (flow / "nogso.offloads").read_text()
+    assert "generic-segmentation-offload: off" in offloads
+    assert "tx-sctp-segmentation: off" in offloads
+    sent = kernel_data(flow, "nogso")
+    assert len(sent) > 100
+    assert all(length <= FRAME_MAX and status == "1" for _, length, _, status in sent)
+    counted = during(flow, "nogso")
+    assert counted["SctpT3RtxExpireds"] == 0 and counted["SctpFastRetransmits"] == 0, counted
+    assert counted["tx_dropped"] == 0, counted
 
 
 def test_every_sctp_packet_travels_inside_udp_both_ways(flow):
