@@ -11,6 +11,7 @@
 #include "cliargs.h"
 #include "cliparse.h"
 #include "str.h"
+#include "usx.h"
 #include "xpargs.h"
 
 static const char usage_text[] =
@@ -37,6 +38,12 @@ static const char usage_text[] =
     "both:\n"
     "  --sample-ms MS         period of sample events (default 100)\n"
     "  --stall-timeout S      longest time without progress (default 60)\n"
+    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
+    "                         speaks SCTP over UDP (RFC 6951)\n"
+    "  --sctp-udp-port PORT   usrsctp: its own UDP port (default 9899)\n"
+    "  --sctp-peer-udp-port PORT   usrsctp: the peer's UDP port (send: "
+    "default\n"
+    "                         9899; recv: the one each peer speaks from)\n"
     "Events go to stdout as JSON lines; errors to stderr.  Exit 0: flow "
     "complete;\n"
     "1: flow failed; 2: usage error.\n";
@@ -79,7 +86,7 @@ static const struct option longopts[] = {
 
 #define BULK_XP                                                                \
   (XPA_BIT(XPA_MAXSEG) | XPA_BIT(XPA_SNDBUF) | XPA_BIT(XPA_RCVBUF) |           \
-   XPA_BIT(XPA_NODELAY))
+   XPA_BIT(XPA_NODELAY) | XPA_SCTP_STACKS)
 
 static const unsigned char modes_of[] = {
     [O_PROTO - O_PROTO] = M_BOTH,      [O_LISTEN - O_PROTO] = M_RECV,
@@ -89,11 +96,14 @@ static const unsigned char modes_of[] = {
     [O_STALL - O_PROTO] = M_BOTH,      [O_NO_DELACK - O_PROTO] = M_RECV,
     [O_ACCEPT_TO - O_PROTO] = M_RECV,  [O_DRAIN_TO - O_PROTO] = M_SEND};
 
-/* Which modes take an option: --help and --rcvbuf both, the other shared
- * ones (--maxseg, --sndbuf, --nodelay) send. */
+/* Which modes take an option: --help, --rcvbuf and the SCTP stack's both,
+ * the other shared ones (--maxseg, --sndbuf, --nodelay) send. */
 static unsigned modes(int c) {
   if (c >= O_PROTO && c <= O_LAST) {
     return modes_of[c - O_PROTO];
+  }
+  if (xpa_is(c) && (XPA_SCTP_STACKS & XPA_BIT(c - XPA_CODE(0))) != 0) {
+    return M_BOTH;
   }
   return c == CLI_HELP || c == XPA_CODE(XPA_RCVBUF) ? M_BOTH : M_SEND;
 }
@@ -225,6 +235,7 @@ void bulkopts_parse(int argc, char **argv, struct bulkopts *o) {
     cli_unexpected_exit(argv[first + 1]);
   }
   require(p.seen, O_PROTO);
+  xpa_check_stack(o->proto == XP_SCTP, &o->xp);
   if (o->mode == BULK_RECV) {
     require(p.seen, O_LISTEN);
     if (o->no_delayed_ack && o->proto == XP_SCTP) {
@@ -235,4 +246,7 @@ void bulkopts_parse(int argc, char **argv, struct bulkopts *o) {
   require(p.seen, O_TO);
   require(p.seen, O_DURATION);
   finish_write_size(o, p.seen);
+  if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
+    o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
+  }
 }

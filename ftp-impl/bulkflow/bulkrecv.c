@@ -48,19 +48,19 @@ static int listen_ready(struct receiver *r) {
   struct xp_conn l;
   struct addr a;
   struct event e;
-  int rcvbuf = 0;
+  int64_t rcvbuf;
   r->lfd = xp_listen(o->proto, &o->addr, &o->xp, 1);
   if (r->lfd < 0) {
     return bulk_fail(0, "listen: %s", strerror(errno));
   }
   l.fd = r->lfd;
   l.proto = o->proto;
-  if (xp_local_addr(&l, &a) != 0 ||
-      sys_getsockopt_int(r->lfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf) != 0) {
+  if (xp_local_addr(&l, &a) != 0 || (rcvbuf = ss_rcvbuf(&l)) < 0) {
     return bulk_fail(0, "reading the listener back: %s", strerror(errno));
   }
   ev_begin(&e, "ready");
   ev_str(&e, "proto", xp_proto_name(o->proto));
+  ss_stack_fields(&e, &l, &o->xp);
   add_addr(&e, "listen", &a);
   ev_int(&e, "rcvbuf", rcvbuf);
   ev_end(&e);
@@ -92,10 +92,11 @@ static int accept_one(struct receiver *r) {
   if (ready < 0 || xp_accept(r->lfd, o->proto, &o->xp, &r->c, &peer) != 0) {
     return bulk_fail(0, "accept: %s", strerror(errno));
   }
-  sys_close(r->lfd); /* exactly one connection */
+  xp_close_listener(r->lfd); /* exactly one connection */
   r->lfd = -1;
   ev_begin(&e, "accepted");
   ev_str(&e, "proto", xp_proto_name(o->proto));
+  ss_stack_fields(&e, &r->c, &o->xp);
   add_addr(&e, "peer", &peer);
   if (xp_local_addr(&r->c, &local) == 0) {
     add_addr(&e, "local", &local);
@@ -227,6 +228,7 @@ static void emit_end(const struct receiver *r) {
     ev_null(&e, "duration_s");
   }
   ss_counts_fields(&e, &r->counts);
+  ss_stack_end_fields(&e, r->o->proto, &r->o->xp);
   if (r->counts_t > 0) {
     ev_num(&e, "counts_t", r->counts_t);
   } else {
@@ -257,7 +259,9 @@ int bulk_recv(const struct bulkopts *o) {
   r.counts.data_in = r.counts.acks_out = -1;
   r.buf = sys_malloc(READ_SIZE);
   rc = run(&r);
-  sys_close(r.lfd);
+  if (r.lfd >= 0) {
+    xp_close_listener(r.lfd);
+  }
   if (r.c.fd >= 0) {
     xp_close(&r.c);
   }

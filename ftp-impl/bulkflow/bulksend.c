@@ -93,6 +93,7 @@ static void emit_connected(const struct sender *s, double t_connect,
   struct event e;
   ev_begin_at(&e, "connected", s->t_start);
   ev_str(&e, "proto", xp_proto_name(o->proto));
+  ss_stack_fields(&e, &s->c, &o->xp);
   add_addrs(&e, &s->c);
   if (o->has_start_at) {
     ev_num(&e, "start_at", o->start_at);
@@ -184,7 +185,7 @@ static int send_phase(struct sender *s, int *rc) {
   while (now < s->end_ms) {
     int64_t until = min64(min64(s->clock.next_ms, s->end_ms),
                           s->last_progress_ms + stall_ms);
-    int ready = sys_wait_fd(s->c.fd, POLLOUT, sys_ms_left(until));
+    int ready = xp_wait_writable(&s->c, sys_ms_left(until));
     if (ready < 0) {
       *rc = bulk_fail(s->bytes, "poll: %s", strerror(errno));
       return -1;
@@ -256,6 +257,7 @@ static void emit_end(const struct sender *s, double t_end, double drain_s,
   ev_num(&e, "drain_s", drain_s);
   ev_bool(&e, "delivered_confirmed", confirmed);
   ev_u64(&e, "backoffs", s->backoffs);
+  ss_stack_end_fields(&e, s->o->proto, &s->o->xp);
   ev_end(&e);
 }
 

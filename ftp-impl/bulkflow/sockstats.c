@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "sysutil.h"
+#include "usx.h"
 
 /* Linux's TCP_INFINITE_SSTHRESH: no loss seen yet. */
 #define SS_SSTHRESH_INFINITE 0x7fffffffu
@@ -98,8 +99,44 @@ static int sctp_sample(int fd, struct ss_sample *s) {
   return 0;
 }
 
+/* usrsctp's states as Linux numbers them (enum sctp_sstat_state), so that
+ * a sample's state means the same on either stack. */
+static int linux_state(enum usx_state st) {
+  switch (st) {
+  case USX_COOKIE_WAIT: return SCTP_COOKIE_WAIT;
+  case USX_COOKIE_ECHOED: return SCTP_COOKIE_ECHOED;
+  case USX_ESTABLISHED: return SCTP_ESTABLISHED;
+  case USX_SHUTDOWN_PENDING: return SCTP_SHUTDOWN_PENDING;
+  case USX_SHUTDOWN_SENT: return SCTP_SHUTDOWN_SENT;
+  case USX_SHUTDOWN_RECEIVED: return SCTP_SHUTDOWN_RECEIVED;
+  case USX_SHUTDOWN_ACK_SENT: return SCTP_SHUTDOWN_ACK_SENT;
+  default: return SCTP_CLOSED;
+  }
+}
+
+/* usrsctp reports its primary path's srtt in milliseconds (no rttvar) and
+ * no retransmission count. */
+static int usrsctp_sample(int fd, struct ss_sample *s) {
+  struct usx_status st;
+  if (usx_status(fd, &st) != 0) {
+    return -1;
+  }
+  s->state = linux_state(st.state);
+  s->cwnd = st.cwnd;
+  s->srtt_us = st.srtt_ms * 1000;
+  s->rto_ms = st.rto_ms;
+  s->pmtu = st.mtu;
+  s->unacked = st.unacked;
+  s->pending = st.pending;
+  s->peer_rwnd = st.peer_rwnd;
+  return 0;
+}
+
 int ss_sample(const struct xp_conn *c, struct ss_sample *s) {
   sample_unknown(s);
+  if (usx_is(c->fd)) {
+    return usrsctp_sample(c->fd, s);
+  }
   return c->proto == XP_TCP ? tcp_sample(c->fd, s) : sctp_sample(c->fd, s);
 }
 
@@ -128,9 +165,12 @@ void ss_sample_fields(struct event *e, const struct ss_sample *s) {
   field(e, "mss", s->mss);
   if (s->srtt_us >= 0) {
     ev_num(e, "srtt_ms", (double)s->srtt_us / 1000.0);
-    ev_num(e, "rttvar_ms", (double)s->rttvar_us / 1000.0);
   } else {
     ev_null(e, "srtt_ms");
+  }
+  if (s->rttvar_us >= 0) {
+    ev_num(e, "rttvar_ms", (double)s->rttvar_us / 1000.0);
+  } else {
     ev_null(e, "rttvar_ms");
   }
   field(e, "srtt_jiffies", s->srtt_jiffies);
@@ -218,7 +258,33 @@ static void sctp_settings(struct event *e, int fd) {
   field(e, "streams_out", have_st ? st.sstat_outstrms : -1);
 }
 
+static void usrsctp_settings(struct event *e, int fd) {
+  struct usx_settings us;
+  struct usx_status st;
+  int have_st = usx_status(fd, &st) == 0;
+  usx_settings(fd, &us);
+  field(e, "sndbuf", us.sndbuf);
+  field(e, "rcvbuf", us.rcvbuf);
+  field(e, "maxseg", us.maxseg);
+  field(e, "nodelay", us.nodelay);
+  ev_null(e, "window_clamp");
+  ev_null(e, "sack");
+  ev_null(e, "timestamps");
+  ev_null(e, "snd_wscale");
+  ev_null(e, "rcv_wscale");
+  ev_null(e, "advmss");
+  field(e, "peer_rwnd", have_st ? st.peer_rwnd : -1);
+  field(e, "sack_delay_ms", us.sack_delay_ms);
+  field(e, "sack_freq", us.sack_freq);
+  field(e, "streams_in", have_st ? st.streams_in : -1);
+  field(e, "streams_out", have_st ? st.streams_out : -1);
+}
+
 void ss_settings_fields(struct event *e, const struct xp_conn *c) {
+  if (usx_is(c->fd)) {
+    usrsctp_settings(e, c->fd);
+    return;
+  }
   field(e, "sndbuf", sockopt_or_unknown(c->fd, SOL_SOCKET, SO_SNDBUF));
   field(e, "rcvbuf", sockopt_or_unknown(c->fd, SOL_SOCKET, SO_RCVBUF));
   if (c->proto == XP_TCP) {
@@ -230,6 +296,9 @@ void ss_settings_fields(struct event *e, const struct xp_conn *c) {
 
 int ss_recv_counts(const struct xp_conn *c, struct ss_counts *k) {
   k->data_in = k->acks_out = -1;
+  if (usx_is(c->fd)) {
+    return -1; /* usrsctp keeps no per-association counts */
+  }
   if (c->proto == XP_TCP) {
     struct tcp_info ti;
     socklen_t len;
@@ -253,4 +322,34 @@ int ss_recv_counts(const struct xp_conn *c, struct ss_counts *k) {
 void ss_counts_fields(struct event *e, const struct ss_counts *k) {
   field(e, "data_in", k->data_in);
   field(e, "acks_out", k->acks_out);
+}
+
+int64_t ss_rcvbuf(const struct xp_conn *c) {
+  struct usx_settings us;
+  if (usx_is(c->fd)) {
+    usx_settings(c->fd, &us);
+    return us.rcvbuf;
+  }
+  return sockopt_or_unknown(c->fd, SOL_SOCKET, SO_RCVBUF);
+}
+
+void ss_stack_fields(struct event *e, const struct xp_conn *c,
+                     const struct xp_opts *o) {
+  ev_str(e, "stack", xp_stack_name(c));
+  if (!usx_is(c->fd)) {
+    return;
+  }
+  ev_int(e, "udp_port", o->udp_port > 0 ? o->udp_port : USX_DEFAULT_UDP_PORT);
+  if (o->peer_udp_port > 0) {
+    ev_int(e, "peer_udp_port", o->peer_udp_port);
+  } else {
+    ev_null(e, "peer_udp_port");
+  }
+}
+
+void ss_stack_end_fields(struct event *e, enum xp_proto p,
+                         const struct xp_opts *o) {
+  if (p == XP_SCTP && o->stack == XP_STACK_USRSCTP) {
+    ev_u64(e, "watch_wakeups", usx_watch_wakeups());
+  }
 }

@@ -14,6 +14,11 @@
 #include <unistd.h>
 
 #include "sysutil.h"
+#include "usx.h"
+
+static int on_usrsctp(enum xp_proto p, const struct xp_opts *o) {
+  return p == XP_SCTP && o->stack == XP_STACK_USRSCTP;
+}
 
 /* Buffer sizes: before connect()/listen(), so that the handshake advertises
  * the receive window, and again on accepted sockets. */
@@ -170,7 +175,11 @@ static int new_socket(enum xp_proto p, int family) {
 
 int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
               int backlog) {
-  int fd = new_socket(p, a->ss.ss_family);
+  int fd;
+  if (on_usrsctp(p, o)) {
+    return usx_listen(a, o, backlog);
+  }
+  fd = new_socket(p, a->ss.ss_family);
   if (fd < 0) {
     return -1;
   }
@@ -188,6 +197,12 @@ int xp_listen(enum xp_proto p, const struct addr *a, const struct xp_opts *o,
 int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
               struct xp_conn *out, struct addr *peer) {
   int fd;
+  if (usx_is(lfd)) {
+    fd = usx_accept(lfd, o, peer);
+    out->fd = fd;
+    out->proto = p;
+    return fd < 0 ? -1 : 0;
+  }
   peer->len = sizeof peer->ss;
   do {
     fd = accept4(lfd, (struct sockaddr *)&peer->ss, &peer->len, SOCK_CLOEXEC);
@@ -209,8 +224,12 @@ int xp_accept(int lfd, enum xp_proto p, const struct xp_opts *o,
 int xp_connect_start(enum xp_proto p, const struct addr *dst,
                      const struct addr *src, const struct xp_opts *o,
                      struct xp_conn *out) {
-  int fd = new_socket(p, dst->ss.ss_family);
-  int err;
+  int fd, err;
+  if (on_usrsctp(p, o)) {
+    errno = ENOTSUP; /* usrsctp connects with xp_connect, one at a time */
+    return -1;
+  }
+  fd = new_socket(p, dst->ss.ss_family);
   if (fd < 0) {
     return -1;
   }
@@ -252,6 +271,11 @@ int xp_connect_finish(struct xp_conn *c, int timeout_ms) {
 
 int xp_connect(enum xp_proto p, const struct addr *dst, const struct addr *src,
                const struct xp_opts *o, int timeout_ms, struct xp_conn *out) {
+  if (on_usrsctp(p, o)) {
+    out->fd = usx_connect(dst, src, o, timeout_ms);
+    out->proto = p;
+    return out->fd < 0 ? -1 : 0;
+  }
   if (xp_connect_start(p, dst, src, o, out) != 0) {
     return -1;
   }
@@ -332,6 +356,9 @@ int xp_send_more(const struct xp_conn *c, const void *p, size_t n, unsigned sid,
                  int more) {
   const char *q = p;
   int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+  if (c->proto == XP_SCTP && usx_is(c->fd)) {
+    return n == 0 || usx_send(c->fd, p, n, sid, 1) >= 0 ? 0 : -1;
+  }
   if (c->proto == XP_SCTP) {
     return n == 0 ? 0 : sctp_send_msg(c->fd, p, n, sid);
   }
@@ -351,6 +378,9 @@ int xp_send_more(const struct xp_conn *c, const void *p, size_t n, unsigned sid,
 
 ssize_t xp_send_nowait(const struct xp_conn *c, const void *p, size_t n,
                        unsigned sid) {
+  if (usx_is(c->fd)) {
+    return usx_send(c->fd, p, n, sid, 0);
+  }
   for (;;) {
     ssize_t rc =
         c->proto == XP_TCP
@@ -410,6 +440,9 @@ static ssize_t recv_flags(const struct xp_conn *c, void *p, size_t n,
                           unsigned *sid, int *eor, int rflags) {
   *sid = 0;
   *eor = 0;
+  if (usx_is(c->fd)) {
+    return usx_recv(c->fd, p, n, sid, eor, (rflags & MSG_DONTWAIT) == 0);
+  }
   if (c->proto == XP_TCP) {
     for (;;) {
       ssize_t rc = recv(c->fd, p, n, rflags);
@@ -476,6 +509,9 @@ int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out) {
     *out = 1;
     return 0;
   }
+  if (usx_is(c->fd)) {
+    return usx_streams(c->fd, in, out);
+  }
   memset(&st, 0, sizeof st);
   if (getsockopt(c->fd, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
     return -1;
@@ -489,6 +525,10 @@ int xp_round_robin_streams(const struct xp_conn *c) {
   struct sctp_assoc_value v;
   if (c->proto != XP_SCTP) {
     return 0;
+  }
+  if (usx_is(c->fd)) {
+    errno = ENOTSUP; /* not yet asked of usrsctp */
+    return -1;
   }
   memset(&v, 0, sizeof v);
   v.assoc_value = SCTP_SS_RR;
@@ -519,8 +559,22 @@ int xp_readable_now(const struct xp_conn *c) {
   return rc < 0 ? -1 : rc > 0;
 }
 
+int xp_wait_writable(const struct xp_conn *c, int timeout_ms) {
+  if (usx_is(c->fd)) {
+    return usx_wait_writable(c->fd, timeout_ms);
+  }
+  return sys_wait_fd(c->fd, POLLOUT, timeout_ms);
+}
+
+const char *xp_stack_name(const struct xp_conn *c) {
+  return usx_is(c->fd) ? "usrsctp" : "kernel";
+}
+
 int xp_error(const struct xp_conn *c) {
   int err = 0;
+  if (usx_is(c->fd)) {
+    return usx_error(c->fd);
+  }
   if (sys_getsockopt_int(c->fd, SOL_SOCKET, SO_ERROR, &err) != 0) {
     return errno;
   }
@@ -528,17 +582,37 @@ int xp_error(const struct xp_conn *c) {
 }
 
 int xp_shutdown_write(const struct xp_conn *c) {
+  if (usx_is(c->fd)) {
+    return usx_shutdown_write(c->fd);
+  }
   return shutdown(c->fd, SHUT_WR);
 }
 
 void xp_close(struct xp_conn *c) {
-  sys_close(c->fd);
+  if (usx_is(c->fd)) {
+    usx_close(c->fd);
+  } else {
+    sys_close(c->fd);
+  }
   c->fd = -1;
+}
+
+void xp_close_listener(int lfd) {
+  if (usx_is(lfd)) {
+    usx_close(lfd);
+  } else {
+    sys_close(lfd);
+  }
 }
 
 void xp_abort(struct xp_conn *c) {
   struct linger lg;
   if (c->fd < 0) {
+    return;
+  }
+  if (usx_is(c->fd)) {
+    usx_abort(c->fd);
+    c->fd = -1;
     return;
   }
   lg.l_onoff = 1;
@@ -551,6 +625,11 @@ int xp_close_delivered(struct xp_conn *c, int seconds) {
   struct linger lg;
   int64_t started;
   int64_t waited;
+  if (usx_is(c->fd)) {
+    int rc = usx_close_delivered(c->fd, seconds);
+    c->fd = -1;
+    return rc;
+  }
   lg.l_onoff = 1;
   lg.l_linger = seconds;
   if (setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) != 0) {
@@ -566,11 +645,17 @@ int xp_close_delivered(struct xp_conn *c, int seconds) {
 }
 
 int xp_local_addr(const struct xp_conn *c, struct addr *a) {
+  if (usx_is(c->fd)) {
+    return usx_local_addr(c->fd, a);
+  }
   a->len = sizeof a->ss;
   return getsockname(c->fd, (struct sockaddr *)&a->ss, &a->len);
 }
 
 int xp_peer_addr(const struct xp_conn *c, struct addr *a) {
+  if (usx_is(c->fd)) {
+    return usx_peer_addr(c->fd, a);
+  }
   a->len = sizeof a->ss;
   return getpeername(c->fd, (struct sockaddr *)&a->ss, &a->len);
 }
@@ -601,7 +686,8 @@ int xp_peer_has(const struct xp_conn *c, const struct addr *a) {
   const char *p, *end;
   struct addr one;
   int n, i, found = 0;
-  if (c->proto == XP_TCP) {
+  if (c->proto == XP_TCP || usx_is(c->fd)) {
+    /* usrsctp: single-homed */
     return xp_peer_addr(c, &one) == 0 && addr_same_host(&one, a);
   }
   n = sctp_getpaddrs(c->fd, 0, &all);

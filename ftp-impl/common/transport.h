@@ -8,7 +8,11 @@
  *     returns part of one message, its stream id, and whether this part ends
  *     the message (MSG_EOR).
  * Every socket is blocking; sends and receives are bounded by the kernel
- * timeouts SO_SNDTIMEO/SO_RCVTIMEO (opts.io_timeout_s). */
+ * timeouts SO_SNDTIMEO/SO_RCVTIMEO (opts.io_timeout_s).
+ *
+ * SCTP runs on the kernel's stack or on usrsctp's (opts.stack; usx.h), the
+ * same calls for both.  A usrsctp socket's descriptor is one the programs
+ * can poll for reading; for room to send they call xp_wait_writable. */
 #ifndef FTP_TRANSPORT_H
 #define FTP_TRANSPORT_H
 
@@ -19,6 +23,9 @@
 #include "addrparse.h"
 
 enum xp_proto { XP_TCP = 0, XP_SCTP = 1 };
+/* Whose SCTP: the kernel's, or usrsctp's (FreeBSD's SCTP in user space,
+ * over UDP encapsulation).  TCP is always the kernel's. */
+enum xp_stack { XP_STACK_KERNEL = 0, XP_STACK_USRSCTP = 1 };
 
 /* SCTP multihoming: at most this many further addresses of each end. */
 #define XP_MAX_ALSO 4
@@ -47,6 +54,10 @@ struct xp_opts {
    * is given (sctp_connectx), so that the handshake itself can go to them
    * when that one does not answer. */
   struct xp_addrs also_peer;
+  enum xp_stack stack; /* SCTP's stack */
+  int udp_port;        /* usrsctp: this process's UDP port; 0: 9899 */
+  int peer_udp_port;   /* usrsctp: the peer's UDP port; 0: the one it
+                          speaks from (9899 for a connect) */
 };
 
 struct xp_conn {
@@ -100,6 +111,8 @@ ssize_t xp_recv_nowait(const struct xp_conn *c, void *p, size_t n,
 /* Read and drop what is queued, without waiting: 1 when the peer's end or
  * an error came, 0 when nothing more is queued now (a lingering close). */
 int xp_drop_queued(const struct xp_conn *c);
+/* The name of c's stack: "kernel" or "usrsctp". */
+const char *xp_stack_name(const struct xp_conn *c);
 /* Streams negotiated on an SCTP association (TCP: 1 and 1). */
 int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
 /* SCTP: send the queued messages of different streams in turn (the kernel's
@@ -113,6 +126,9 @@ int xp_cork(const struct xp_conn *c, int on);
  * (pingpong) mode of delayed ACKs (TCP_QUICKACK; Linux clears it again, so
  * call it after every read).  SCTP: nothing (see SCTP_DELAYED_SACK). */
 int xp_quickack(const struct xp_conn *c);
+/* Wait at most timeout_ms for room to send (POLLOUT): 1 room or an error
+ * to read, 0 timeout, -1 failed. */
+int xp_wait_writable(const struct xp_conn *c, int timeout_ms);
 /* Is anything readable now - bytes, the peer's end, an error?  1 yes, 0 the
  * connection is quiet, -1 poll failed.  Never waits. */
 int xp_readable_now(const struct xp_conn *c);
@@ -121,6 +137,8 @@ int xp_error(const struct xp_conn *c);
 /* No more sends (TCP FIN / SCTP SHUTDOWN). */
 int xp_shutdown_write(const struct xp_conn *c);
 void xp_close(struct xp_conn *c);
+/* Close a listening socket (xp_listen's descriptor); -1 is ignored. */
+void xp_close_listener(int lfd);
 /* Close with a reset (TCP RST / SCTP ABORT). */
 void xp_abort(struct xp_conn *c);
 /* Close after everything sent has been acknowledged, the data and the end

@@ -3,12 +3,13 @@
 #include "xpargs.h"
 
 #include <getopt.h>
+#include <string.h>
 
 #include "cliargs.h"
 #include "str.h"
 
 /* An option is a number in [lo, hi], or (hi 0) an address added to a list
- * of at most XP_MAX_ALSO. */
+ * of at most XP_MAX_ALSO, or (hi -1) a stack's name. */
 struct xpa_def {
   const char *name;
   int lo, hi;
@@ -37,6 +38,11 @@ static const struct xpa_def defs[XPA_COUNT] = {
                        offsetof(struct xp_opts, also_bind)},
     [XPA_ALSO_PEER] = {"sctp-also-peer", 0, 0,
                        offsetof(struct xp_opts, also_peer)},
+    [XPA_SCTP_STACK] = {"sctp-stack", -1, -1, offsetof(struct xp_opts, stack)},
+    [XPA_UDP_PORT] = {"sctp-udp-port", 1, 65535,
+                      offsetof(struct xp_opts, udp_port)},
+    [XPA_PEER_UDP_PORT] = {"sctp-peer-udp-port", 1, 65535,
+                           offsetof(struct xp_opts, peer_udp_port)},
 };
 
 size_t xpa_options(unsigned take, struct option *out, size_t cap) {
@@ -69,11 +75,37 @@ static void add_addr(const char *name, const char *arg, struct xp_addrs *to) {
   to->n++;
 }
 
+static enum xp_stack stack_named(const char *name, const char *arg) {
+  if (strcmp(arg, "kernel") == 0) {
+    return XP_STACK_KERNEL;
+  }
+  if (strcmp(arg, "usrsctp") != 0) {
+    cli_bad_value(name, "need kernel or usrsctp");
+  }
+  return XP_STACK_USRSCTP;
+}
+
 void xpa_set(int code, const char *arg, struct xp_opts *xp) {
   const struct xpa_def *d = &defs[code - XPA_CODE(0)];
+  if (d->hi == -1) {
+    xp->stack = stack_named(d->name, arg);
+    return;
+  }
   if (d->hi == 0) {
     add_addr(d->name, arg, (struct xp_addrs *)(void *)((char *)xp + d->field));
     return;
   }
   *(int *)(void *)((char *)xp + d->field) = cli_int(d->name, arg, d->lo, d->hi);
+}
+
+void xpa_check_stack(int sctp, const struct xp_opts *xp) {
+  if (xp->stack == XP_STACK_USRSCTP && !sctp) {
+    cli_usage_exit("--sctp-stack usrsctp: usrsctp is an SCTP stack (--proto "
+                   "sctp)");
+  }
+  if (xp->stack != XP_STACK_USRSCTP &&
+      (xp->udp_port > 0 || xp->peer_udp_port > 0)) {
+    cli_usage_exit("--sctp-udp-port and --sctp-peer-udp-port are usrsctp's "
+                   "(--sctp-stack usrsctp)");
+  }
 }

@@ -12,19 +12,22 @@ struct option;
 
 /* The shared options, in the order a program's --help lists them. */
 enum xpa_index {
-  XPA_NODELAY,     /* --nodelay 0|1 */
-  XPA_SACK_DELAY,  /* --sack-delay MS (0 to 500) */
-  XPA_SACK_FREQ,   /* --sack-freq N (0 to 65535) */
-  XPA_RTO_MIN,     /* --sctp-rto-min MS */
-  XPA_RTO_INITIAL, /* --sctp-rto-initial MS */
-  XPA_RTO_MAX,     /* --sctp-rto-max MS */
-  XPA_SNDBUF,      /* --sndbuf BYTES (1024 to 2^30) */
-  XPA_RCVBUF,      /* --rcvbuf BYTES */
-  XPA_MAXSEG,      /* --maxseg BYTES (64 to 65535) */
-  XPA_STREAMS,     /* --streams N (1 to 65535) */
-  XPA_IO_TIMEOUT,  /* --io-timeout S (1 to 86400) */
-  XPA_ALSO_BIND,   /* --sctp-also-bind ADDR, up to XP_MAX_ALSO times */
-  XPA_ALSO_PEER,   /* --sctp-also-peer ADDR, up to XP_MAX_ALSO times */
+  XPA_NODELAY,       /* --nodelay 0|1 */
+  XPA_SACK_DELAY,    /* --sack-delay MS (0 to 500) */
+  XPA_SACK_FREQ,     /* --sack-freq N (0 to 65535) */
+  XPA_RTO_MIN,       /* --sctp-rto-min MS */
+  XPA_RTO_INITIAL,   /* --sctp-rto-initial MS */
+  XPA_RTO_MAX,       /* --sctp-rto-max MS */
+  XPA_SNDBUF,        /* --sndbuf BYTES (1024 to 2^30) */
+  XPA_RCVBUF,        /* --rcvbuf BYTES */
+  XPA_MAXSEG,        /* --maxseg BYTES (64 to 65535) */
+  XPA_STREAMS,       /* --streams N (1 to 65535) */
+  XPA_IO_TIMEOUT,    /* --io-timeout S (1 to 86400) */
+  XPA_ALSO_BIND,     /* --sctp-also-bind ADDR, up to XP_MAX_ALSO times */
+  XPA_ALSO_PEER,     /* --sctp-also-peer ADDR, up to XP_MAX_ALSO times */
+  XPA_SCTP_STACK,    /* --sctp-stack kernel|usrsctp */
+  XPA_UDP_PORT,      /* --sctp-udp-port PORT: usrsctp's own UDP port */
+  XPA_PEER_UDP_PORT, /* --sctp-peer-udp-port PORT: the peer's UDP port */
   XPA_COUNT
 };
 
@@ -39,6 +42,9 @@ enum xpa_index {
 
 /* SCTP multihoming: the further addresses of this end and of the peer. */
 #define XPA_MULTIHOMING (XPA_BIT(XPA_ALSO_BIND) | XPA_BIT(XPA_ALSO_PEER))
+/* The second SCTP stack (usx.h): which stack, and usrsctp's UDP ports. */
+#define XPA_SCTP_STACKS                                                        \
+  (XPA_BIT(XPA_SCTP_STACK) | XPA_BIT(XPA_UDP_PORT) | XPA_BIT(XPA_PEER_UDP_PORT))
 
 /* The getopt entries of the options in `take`, written to out (at most cap
  * entries, in enum order).  Returns how many. */
@@ -48,5 +54,8 @@ int xpa_is(int code);
 /* The value of the shared option code into its field of xp; a value out of
  * its range is a usage error (cliargs.h: exit 2). */
 void xpa_set(int code, const char *arg, struct xp_opts *xp);
+/* After parsing: the SCTP stack options agree with the protocol (usrsctp is
+ * SCTP's; its UDP ports are usrsctp's); a usage error if not. */
+void xpa_check_stack(int sctp, const struct xp_opts *xp);
 
 #endif

@@ -1,0 +1,315 @@
+/* usxio.c - what moves through a usrsctp socket (usx.h): messages sent and
+ * received, the waits for room and for the association's end, and what
+ * usrsctp reports about it (SCTP_STATUS, the options read back). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sysutil.h"
+#include "usx.h"
+#include "usxsock.h"
+
+/* The socket fd names, or NULL with errno EBADF. */
+static struct usx_sock *owned(int fd) {
+  struct usx_sock *s = usx_find(fd);
+  if (s == NULL) {
+    errno = EBADF;
+  }
+  return s;
+}
+
+/* Should this send find no room, it waits until as many chunks as it takes
+ * have left the queue (never below an empty one). */
+static void set_wake_below(struct usx_sock *s, size_t n) {
+  int frag = 0, queued = usx_queued_chunks(s->so, &frag);
+  int need = frag > 0 ? (int)((n + (size_t)frag - 1) / (size_t)frag) : 1;
+  atomic_store(&s->wake_below, queued > need ? queued - need : 0);
+}
+
+/* One send of one message on stream sid, without waiting.  The wake-up is
+ * set and armed first: room that frees after a refusal is never missed. */
+static ssize_t send_once(struct usx_sock *s, const void *p, size_t n,
+                         unsigned sid) {
+  struct sctp_sndinfo si;
+  memset(&si, 0, sizeof si);
+  si.snd_sid = (uint16_t)sid;
+  usx_drain(s->wfd);
+  set_wake_below(s, n);
+  atomic_store(&s->write_armed, 1);
+  return usrsctp_sendv(s->so, p, n, NULL, 0, &si, (socklen_t)sizeof si,
+                       SCTP_SENDV_SNDINFO, 0);
+}
+
+ssize_t usx_send(int fd, const void *p, size_t n, unsigned sid, int wait) {
+  struct usx_sock *s = owned(fd);
+  int64_t deadline;
+  if (s == NULL) {
+    return -1;
+  }
+  deadline = sys_mono_ms() + s->io_timeout_ms;
+  for (;;) {
+    ssize_t rc = send_once(s, p, n, sid);
+    atomic_store(&s->refused,
+                 rc < 0 && (errno == EWOULDBLOCK || errno == EAGAIN));
+    if (rc >= 0 || !atomic_load(&s->refused)) {
+      return rc;
+    }
+    if (!wait) {
+      errno = EWOULDBLOCK;
+      return -1;
+    }
+    if (usx_wait_efd(s->wfd,
+                     s->io_timeout_ms > 0 ? sys_ms_left(deadline) : -1) == 0) {
+      errno = EWOULDBLOCK; /* as a kernel socket's SO_SNDTIMEO */
+      return -1;
+    }
+  }
+}
+
+int usx_wait_writable(int fd, int timeout_ms) {
+  struct usx_sock *s = owned(fd);
+  int ev;
+  if (s == NULL) {
+    return -1;
+  }
+  ev = usrsctp_get_events(s->so);
+  if (ev > 0 && (ev & SCTP_EVENT_ERROR) != 0) {
+    return 1;
+  }
+  if (!atomic_load(&s->refused)) {
+    return 1; /* the last send found room: try the next */
+  }
+  return usx_wait_efd(s->wfd, timeout_ms);
+}
+
+/* A notification read in place of data: the association's end is kept. */
+static void note(struct usx_sock *s, const void *p, ssize_t n) {
+  const union sctp_notification *sn = p;
+  if ((size_t)n >= sizeof sn->sn_assoc_change &&
+      sn->sn_header.sn_type == SCTP_ASSOC_CHANGE &&
+      sn->sn_assoc_change.sac_state == SCTP_SHUTDOWN_COMP) {
+    atomic_store(&s->shutdown_complete, 1);
+  }
+}
+
+/* Part of one message, without waiting; notifications are taken aside. */
+static ssize_t recv_once(struct usx_sock *s, void *p, size_t n, unsigned *sid,
+                         int *eor) {
+  for (;;) {
+    struct sctp_rcvinfo ri;
+    socklen_t ilen = (socklen_t)sizeof ri;
+    unsigned itype = 0;
+    int flags = 0;
+    ssize_t rc;
+    memset(&ri, 0, sizeof ri);
+    rc = usrsctp_recvv(s->so, p, n, NULL, NULL, &ri, &ilen, &itype, &flags);
+    if (rc > 0 && (flags & MSG_NOTIFICATION) != 0) {
+      note(s, p, rc);
+      continue;
+    }
+    if (rc > 0) {
+      *sid = itype == SCTP_RECVV_RCVINFO ? ri.rcv_sid : 0;
+      *eor = (flags & MSG_EOR) != 0;
+    }
+    if (rc < 0 && (errno == EWOULDBLOCK || errno == EAGAIN)) {
+      usx_rearm_read(s);
+      errno = EWOULDBLOCK;
+    }
+    return rc;
+  }
+}
+
+ssize_t usx_recv(int fd, void *p, size_t n, unsigned *sid, int *eor, int wait) {
+  struct usx_sock *s = owned(fd);
+  int64_t deadline;
+  *sid = 0;
+  *eor = 0;
+  if (s == NULL) {
+    return -1;
+  }
+  deadline = sys_mono_ms() + s->io_timeout_ms;
+  for (;;) {
+    ssize_t rc = recv_once(s, p, n, sid, eor);
+    if (rc >= 0 || !wait || errno != EWOULDBLOCK) {
+      return rc;
+    }
+    if (usx_wait_efd(s->fd,
+                     s->io_timeout_ms > 0 ? sys_ms_left(deadline) : -1) == 0) {
+      errno = EWOULDBLOCK; /* as a kernel socket's SO_RCVTIMEO */
+      return -1;
+    }
+  }
+}
+
+int usx_error(int fd) {
+  struct usx_sock *s = owned(fd);
+  int err = 0;
+  socklen_t len = (socklen_t)sizeof err;
+  if (s == NULL) {
+    return EBADF;
+  }
+  if (usrsctp_getsockopt(s->so, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+    return errno;
+  }
+  return err;
+}
+
+int usx_shutdown_write(int fd) {
+  struct usx_sock *s = owned(fd);
+  return s == NULL ? -1 : usrsctp_shutdown(s->so, SHUT_WR);
+}
+
+int usx_close_delivered(int fd, int seconds) {
+  struct usx_sock *s = owned(fd);
+  int64_t deadline = sys_mono_ms() + (int64_t)seconds * 1000;
+  char sink[512];
+  if (s == NULL) {
+    return -1;
+  }
+  while (!atomic_load(&s->shutdown_complete)) {
+    unsigned sid;
+    int eor;
+    ssize_t rc = recv_once(s, sink, sizeof sink, &sid, &eor);
+    if (rc < 0 && errno != EWOULDBLOCK) {
+      break; /* the association is gone without its SHUTDOWN COMPLETE */
+    }
+    if (rc < 0 && usx_wait_efd(s->fd, sys_ms_left(deadline)) == 0) {
+      break;
+    }
+    if (rc == 0 && !atomic_load(&s->shutdown_complete)) {
+      break; /* the end, read without its notification */
+    }
+  }
+  {
+    int done = atomic_load(&s->shutdown_complete);
+    usx_close(fd);
+    return done ? 0 : -1;
+  }
+}
+
+/* The first address usrsctp lists (local or the peer's), as a struct addr. */
+static int first_addr(int n, struct sockaddr *all, struct addr *a) {
+  socklen_t len;
+  if (n <= 0 || all == NULL) {
+    errno = ENOTCONN;
+    return -1;
+  }
+  len = all->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                   : (socklen_t)sizeof(struct sockaddr_in);
+  memset(a, 0, sizeof *a);
+  memcpy(&a->ss, all, len);
+  a->len = len;
+  return 0;
+}
+
+int usx_local_addr(int fd, struct addr *a) {
+  struct usx_sock *s = owned(fd);
+  struct sockaddr *all = NULL;
+  int n, rc;
+  if (s == NULL) {
+    return -1;
+  }
+  n = usrsctp_getladdrs(s->so, 0, &all);
+  rc = first_addr(n, all, a);
+  if (all != NULL) {
+    usrsctp_freeladdrs(all);
+  }
+  return rc;
+}
+
+int usx_peer_addr(int fd, struct addr *a) {
+  struct usx_sock *s = owned(fd);
+  struct sockaddr *all = NULL;
+  int n, rc;
+  if (s == NULL) {
+    return -1;
+  }
+  n = usrsctp_getpaddrs(s->so, 0, &all);
+  rc = first_addr(n, all, a);
+  if (all != NULL) {
+    usrsctp_freepaddrs(all);
+  }
+  return rc;
+}
+
+static enum usx_state state_of(int32_t usrsctp_state) {
+  switch (usrsctp_state) {
+  case SCTP_COOKIE_WAIT: return USX_COOKIE_WAIT;
+  case SCTP_COOKIE_ECHOED: return USX_COOKIE_ECHOED;
+  case SCTP_ESTABLISHED: return USX_ESTABLISHED;
+  case SCTP_SHUTDOWN_PENDING: return USX_SHUTDOWN_PENDING;
+  case SCTP_SHUTDOWN_SENT: return USX_SHUTDOWN_SENT;
+  case SCTP_SHUTDOWN_RECEIVED: return USX_SHUTDOWN_RECEIVED;
+  case SCTP_SHUTDOWN_ACK_SENT: return USX_SHUTDOWN_ACK_SENT;
+  default: return USX_CLOSED;
+  }
+}
+
+int usx_status(int fd, struct usx_status *out) {
+  struct usx_sock *s = owned(fd);
+  struct sctp_status st;
+  socklen_t len = (socklen_t)sizeof st;
+  if (s == NULL) {
+    return -1;
+  }
+  memset(&st, 0, sizeof st);
+  if (usrsctp_getsockopt(s->so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
+    return -1;
+  }
+  out->state = state_of(st.sstat_state);
+  out->cwnd = st.sstat_primary.spinfo_cwnd;
+  out->srtt_ms = st.sstat_primary.spinfo_srtt;
+  out->rto_ms = st.sstat_primary.spinfo_rto;
+  out->mtu = st.sstat_primary.spinfo_mtu;
+  out->unacked = st.sstat_unackdata;
+  out->pending = st.sstat_penddata;
+  out->peer_rwnd = st.sstat_rwnd;
+  out->streams_in = st.sstat_instrms;
+  out->streams_out = st.sstat_outstrms;
+  return 0;
+}
+
+int usx_streams(int fd, unsigned *in, unsigned *out) {
+  struct usx_status st;
+  if (usx_status(fd, &st) != 0) {
+    return -1;
+  }
+  *in = (unsigned)st.streams_in;
+  *out = (unsigned)st.streams_out;
+  return 0;
+}
+
+static int64_t get_int(struct socket *so, int level, int opt) {
+  int v = 0;
+  socklen_t len = (socklen_t)sizeof v;
+  return usrsctp_getsockopt(so, level, opt, &v, &len) == 0 ? v : -1;
+}
+
+void usx_settings(int fd, struct usx_settings *out) {
+  struct usx_sock *s = owned(fd);
+  struct sctp_assoc_value av;
+  struct sctp_sack_info si;
+  socklen_t len;
+  out->sndbuf = out->rcvbuf = out->maxseg = out->nodelay = -1;
+  out->sack_delay_ms = out->sack_freq = -1;
+  if (s == NULL) {
+    return;
+  }
+  out->sndbuf = get_int(s->so, SOL_SOCKET, SO_SNDBUF);
+  out->rcvbuf = get_int(s->so, SOL_SOCKET, SO_RCVBUF);
+  out->nodelay = get_int(s->so, IPPROTO_SCTP, SCTP_NODELAY);
+  memset(&av, 0, sizeof av);
+  len = (socklen_t)sizeof av;
+  if (usrsctp_getsockopt(s->so, IPPROTO_SCTP, SCTP_MAXSEG, &av, &len) == 0) {
+    out->maxseg = av.assoc_value;
+  }
+  memset(&si, 0, sizeof si);
+  len = (socklen_t)sizeof si;
+  if (usrsctp_getsockopt(s->so, IPPROTO_SCTP, SCTP_DELAYED_SACK, &si, &len) ==
+      0) {
+    out->sack_delay_ms = si.sack_delay;
+    out->sack_freq = si.sack_freq;
+  }
+}

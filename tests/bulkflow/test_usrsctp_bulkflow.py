@@ -1,0 +1,106 @@
+"""bulkflow on a second SCTP stack: `--sctp-stack usrsctp` (FreeBSD's SCTP in user space, over
+UDP encapsulation; ftp-impl/common/usx.h). On the host, usrsctp to usrsctp over 127.0.0.1
+(the host's kernel has no SCTP, usrsctp needs none), in every build, ASan's included; inside
+the pinned kernel (the UBSan build), usrsctp against the kernel's SCTP both ways and against
+itself across veths. Judged from the events of both ends and the capture: every byte the
+sender wrote arrives and is acknowledged, each end records its stack and its UDP ports, and
+every SCTP packet travels inside UDP with no ABORT."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.bulkflow.bulkhelp import SANITIZER_MARKS, Receiver, events, one, run, tshark
+from tests.ftp import ftphelp
+from tests.ftp.kernel import run_in_kernel
+
+JOB = Path(__file__).with_name("inside_usrsctp_bulkflow.sh")
+FLOWS = {  # name: (receiver's stack, sender's stack)
+    "usrsctp-to-kernel": ("kernel", "usrsctp"),
+    "kernel-to-usrsctp": ("usrsctp", "kernel"),
+    "usrsctp-to-usrsctp": ("usrsctp", "usrsctp"),
+}
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["send", "--proto", "tcp", "--to", "127.0.0.1:9", "--duration", "1", "--sctp-stack",
+      "usrsctp"], "usrsctp is an SCTP stack"),
+    (["recv", "--proto", "sctp", "--listen", "127.0.0.1:0", "--sctp-stack", "bsd"],
+     "--sctp-stack: need kernel or usrsctp"),
+    (["recv", "--proto", "sctp", "--listen", "127.0.0.1:0", "--sctp-udp-port", "9900"],
+     "are usrsctp's (--sctp-stack usrsctp)"),
+    (["send", "--proto", "sctp", "--to", "127.0.0.1:9", "--duration", "1", "--sctp-stack",
+      "usrsctp", "--sctp-peer-udp-port", "0"], "--sctp-peer-udp-port: need a whole number"),
+])
+def test_a_wrong_stack_option_is_a_usage_error(bindir, args, message):
+    r = run(bindir, *args)
+    assert r.status == 2 and message in r.stderr, r.stderr
+
+
+def test_usrsctp_to_usrsctp_on_the_host_counts_every_byte_alike(bindir):
+    recv_udp, send_udp = free_udp_port(), free_udp_port()
+    receiver = Receiver(bindir, "--proto", "sctp", "--sctp-stack", "usrsctp", "--sctp-udp-port",
+                        recv_udp, "--listen", "127.0.0.1:0", "--accept-timeout", "20")
+    try:
+        assert receiver.ready["stack"] == "usrsctp" and receiver.ready["udp_port"] == recv_udp
+        sent = run(bindir, "send", "--proto", "sctp", "--sctp-stack", "usrsctp",
+                   "--sctp-udp-port", send_udp, "--sctp-peer-udp-port", recv_udp,
+                   "--to", f"127.0.0.1:{receiver.port}", "--duration", "1")
+        status, got, _ = receiver.finish()
+    finally:
+        receiver.kill()
+    assert sent.status == 0 and status == 0, (sent.stderr, got[-2:])
+    connected = one(sent.events, "connected")
+    assert (connected["stack"], connected["udp_port"], connected["peer_udp_port"]) == \
+        ("usrsctp", send_udp, recv_udp)
+    assert connected["streams_out"] == 1 and connected["maxseg"] > 0
+    end = one(sent.events, "end")
+    assert end["delivered_confirmed"] is True and end["bytes"] > 0
+    assert one(got, "end")["bytes"] == end["bytes"]
+    assert one(got, "accepted")["stack"] == "usrsctp"
+    # a sample reads usrsctp's SCTP_STATUS: an established association with a window
+    sample = [e for e in sent.events if e["event"] == "sample"][0]
+    assert sample["state"] == 4 and sample["cwnd"] > 0 and sample["rto_ms"] > 0
+
+
+@pytest.fixture(scope="module")
+def flows(built, tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("usrsctp-bulkflow")
+    r = run_in_kernel(["bash", str(JOB)], timeout=300,
+                      env={"BIN": ftphelp.IMPL / "build-ubsan", "WORK": work})
+    assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stderr[-3000:]}"
+    return work
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("name", FLOWS)
+def test_every_byte_arrives_between_the_two_stacks(flows, name):
+    recv_stack, send_stack = FLOWS[name]
+    for end in ("send", "recv"):
+        err = (flows / f"{name}.{end}.err").read_text()
+        assert (flows / f"{name}.{end}.rc").read_text().strip() == "0", err
+        assert not any(m in err for m in SANITIZER_MARKS), err
+    sent, got = (events((flows / f"{name}.{end}").read_text()) for end in ("send", "recv"))
+    assert one(sent, "connected")["stack"] == send_stack
+    assert one(got, "accepted")["stack"] == recv_stack
+    end = one(sent, "end")
+    assert end["delivered_confirmed"] is True and end["bytes"] > 1_000_000
+    assert one(got, "end")["bytes"] == end["bytes"]
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("pcap", ["kernel.pcap", "usrsctp.pcap"])
+def test_every_sctp_packet_travels_inside_udp(flows, pcap):
+    rows = tshark(flows / pcap, "sctp", "udp.srcport", "udp.dstport", "sctp.chunk_type")
+    assert len(rows) > 1000
+    assert tshark(flows / pcap, "sctp && !udp", "frame.number") == []
+    chunks = {int(t) for *_, types in rows for t in types.split(",")}
+    assert {0, 1, 2, 3, 7, 8, 10, 11, 14} <= chunks and 6 not in chunks  # no ABORT
