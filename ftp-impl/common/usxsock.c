@@ -141,10 +141,10 @@ static void upcall(struct socket *so, void *arg, int flags) {
 }
 
 /* usrsctp 0.9.5.0 does not call the upcall after every change that makes
- * a socket readable: now and then an association's end (its SHUTDOWN
- * COMPLETE) leaves a reader waiting for good, in about one run of four.  The
- * watch looks at every armed socket each WATCH_MS (usrsctp's own timer
- * tick) and wakes what the upcall did not; how often is counted. */
+ * a socket readable (a few in a thousand; PROGRAMS.md): a reader missing the
+ * association's end waited for good.  The watch looks at every armed socket
+ * each WATCH_MS (usrsctp's own timer tick) and wakes what the upcall did
+ * not; how often is counted. */
 #define WATCH_MS 10
 
 static void watch_slot(struct usx_sock *s) {
