@@ -232,6 +232,16 @@ static void tcp_settings(struct event *e, int fd) {
   ev_null(e, "streams_out");
 }
 
+/* The settings only TCP has, null for SCTP. */
+static void tcp_only_null(struct event *e) {
+  ev_null(e, "window_clamp");
+  ev_null(e, "sack");
+  ev_null(e, "timestamps");
+  ev_null(e, "snd_wscale");
+  ev_null(e, "rcv_wscale");
+  ev_null(e, "advmss");
+}
+
 static void sctp_settings(struct event *e, int fd) {
   struct sctp_status st;
   struct sctp_sack_info si;
@@ -239,12 +249,7 @@ static void sctp_settings(struct event *e, int fd) {
   int have_st = sctp_status_get(fd, &st) == 0;
   field(e, "maxseg", sctp_maxseg(fd));
   field(e, "nodelay", sockopt_or_unknown(fd, IPPROTO_SCTP, SCTP_NODELAY));
-  ev_null(e, "window_clamp");
-  ev_null(e, "sack");
-  ev_null(e, "timestamps");
-  ev_null(e, "snd_wscale");
-  ev_null(e, "rcv_wscale");
-  ev_null(e, "advmss");
+  tcp_only_null(e);
   field(e, "peer_rwnd", have_st ? (int64_t)st.sstat_rwnd : -1);
   memset(&si, 0, sizeof si);
   if (getsockopt(fd, IPPROTO_SCTP, SCTP_DELAYED_SACK, &si, &len) == 0) {
@@ -267,12 +272,7 @@ static void usrsctp_settings(struct event *e, int fd) {
   field(e, "rcvbuf", us.rcvbuf);
   field(e, "maxseg", us.maxseg);
   field(e, "nodelay", us.nodelay);
-  ev_null(e, "window_clamp");
-  ev_null(e, "sack");
-  ev_null(e, "timestamps");
-  ev_null(e, "snd_wscale");
-  ev_null(e, "rcv_wscale");
-  ev_null(e, "advmss");
+  tcp_only_null(e);
   field(e, "peer_rwnd", have_st ? st.peer_rwnd : -1);
   field(e, "sack_delay_ms", us.sack_delay_ms);
   field(e, "sack_freq", us.sack_freq);

@@ -42,13 +42,31 @@ static ssize_t send_once(struct usx_sock *s, const void *p, size_t n,
                        SCTP_SENDV_SNDINFO, 0);
 }
 
-ssize_t usx_send(int fd, const void *p, size_t n, unsigned sid, int wait) {
+/* owned(fd), and the deadline of a blocking send or receive on it. */
+static struct usx_sock *owned_until(int fd, int64_t *deadline) {
   struct usx_sock *s = owned(fd);
+  *deadline = s == NULL ? 0 : sys_mono_ms() + s->io_timeout_ms;
+  return s;
+}
+
+/* A blocking send's or receive's wait, within --io-timeout (deadline; none
+ * when it is 0): 0, or -1 with errno EWOULDBLOCK as a kernel socket's
+ * SO_SNDTIMEO and SO_RCVTIMEO give. */
+static int wait_io(struct usx_sock *s, int efd, int64_t deadline) {
+  if (usx_wait_efd(efd, s->io_timeout_ms > 0 ? sys_ms_left(deadline) : -1) ==
+      0) {
+    errno = EWOULDBLOCK;
+    return -1;
+  }
+  return 0;
+}
+
+ssize_t usx_send(int fd, const void *p, size_t n, unsigned sid, int wait) {
   int64_t deadline;
+  struct usx_sock *s = owned_until(fd, &deadline);
   if (s == NULL) {
     return -1;
   }
-  deadline = sys_mono_ms() + s->io_timeout_ms;
   for (;;) {
     ssize_t rc = send_once(s, p, n, sid);
     atomic_store(&s->refused,
@@ -60,9 +78,7 @@ ssize_t usx_send(int fd, const void *p, size_t n, unsigned sid, int wait) {
       errno = EWOULDBLOCK;
       return -1;
     }
-    if (usx_wait_efd(s->wfd,
-                     s->io_timeout_ms > 0 ? sys_ms_left(deadline) : -1) == 0) {
-      errno = EWOULDBLOCK; /* as a kernel socket's SO_SNDTIMEO */
+    if (wait_io(s, s->wfd, deadline) != 0) {
       return -1;
     }
   }
@@ -122,22 +138,19 @@ static ssize_t recv_once(struct usx_sock *s, void *p, size_t n, unsigned *sid,
 }
 
 ssize_t usx_recv(int fd, void *p, size_t n, unsigned *sid, int *eor, int wait) {
-  struct usx_sock *s = owned(fd);
   int64_t deadline;
+  struct usx_sock *s = owned_until(fd, &deadline);
   *sid = 0;
   *eor = 0;
   if (s == NULL) {
     return -1;
   }
-  deadline = sys_mono_ms() + s->io_timeout_ms;
   for (;;) {
     ssize_t rc = recv_once(s, p, n, sid, eor);
     if (rc >= 0 || !wait || errno != EWOULDBLOCK) {
       return rc;
     }
-    if (usx_wait_efd(s->fd,
-                     s->io_timeout_ms > 0 ? sys_ms_left(deadline) : -1) == 0) {
-      errno = EWOULDBLOCK; /* as a kernel socket's SO_RCVTIMEO */
+    if (wait_io(s, s->fd, deadline) != 0) {
       return -1;
     }
   }
@@ -204,35 +217,28 @@ static int first_addr(int n, struct sockaddr *all, struct addr *a) {
   return 0;
 }
 
-int usx_local_addr(int fd, struct addr *a) {
+/* The first of the association's local addresses, or of the peer's. */
+static int listed_addr(int fd, int peer, struct addr *a) {
   struct usx_sock *s = owned(fd);
   struct sockaddr *all = NULL;
   int n, rc;
   if (s == NULL) {
     return -1;
   }
-  n = usrsctp_getladdrs(s->so, 0, &all);
+  n = peer ? usrsctp_getpaddrs(s->so, 0, &all)
+           : usrsctp_getladdrs(s->so, 0, &all);
   rc = first_addr(n, all, a);
-  if (all != NULL) {
+  if (all != NULL && peer) {
+    usrsctp_freepaddrs(all);
+  } else if (all != NULL) {
     usrsctp_freeladdrs(all);
   }
   return rc;
 }
 
-int usx_peer_addr(int fd, struct addr *a) {
-  struct usx_sock *s = owned(fd);
-  struct sockaddr *all = NULL;
-  int n, rc;
-  if (s == NULL) {
-    return -1;
-  }
-  n = usrsctp_getpaddrs(s->so, 0, &all);
-  rc = first_addr(n, all, a);
-  if (all != NULL) {
-    usrsctp_freepaddrs(all);
-  }
-  return rc;
-}
+int usx_local_addr(int fd, struct addr *a) { return listed_addr(fd, 0, a); }
+
+int usx_peer_addr(int fd, struct addr *a) { return listed_addr(fd, 1, a); }
 
 static enum usx_state state_of(int32_t usrsctp_state) {
   switch (usrsctp_state) {
