@@ -76,7 +76,8 @@ def test_pcap_and_client_times_agree(smoke):
     diffs = [abs(float(r["pcap_client_diff_ms"])) for r in rows(smoke / "runs.csv")]
     # the studies' instants read from the wire and from the client's clock: the client reads
     # a reply a scheduling delay after it arrived, so a loaded machine shows a few ms at most
-    assert statistics.median(diffs) <= 1.0
+    # (median 0.3 ms on a quiet machine, 1.6 ms seen on CI's loaded one)
+    assert statistics.median(diffs) <= 3.0
     assert max(diffs) <= 50.0
 
 
