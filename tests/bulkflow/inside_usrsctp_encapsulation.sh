@@ -54,6 +54,11 @@ phase() {   # name port
         --stall-timeout 20 --drain-timeout 30 > "$WORK/$name.send.jsonl" 2> "$WORK/$name.send.err"
     echo $? > "$WORK/$name.send.rc"
     set -e
+    # tsctp prints its count once the association has ended: wait for it (10 s at most)
+    for _ in $(seq 100); do
+        grep -q '^[0-9]*, [0-9]*, ' "$WORK/$name.tsctp-recv.out" && break
+        sleep 0.1
+    done
     kill $usrsctp_receiver
     wait $usrsctp_receiver || true
     sctp_counters > "$WORK/$name.after"
