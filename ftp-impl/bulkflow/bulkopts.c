@@ -44,6 +44,8 @@ static const char usage_text[] =
     "  --sctp-peer-udp-port PORT   usrsctp: the peer's UDP port (send: "
     "default\n"
     "                         9899; recv: the one each peer speaks from)\n"
+    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated;\n"
+    "                         sctp_max_burst_default, ...: PROGRAMS.md)\n"
     "Events go to stdout as JSON lines; errors to stderr.  Exit 0: flow "
     "complete;\n"
     "1: flow failed; 2: usage error.\n";

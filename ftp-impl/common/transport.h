@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "addrparse.h"
+#include "usxsysctl.h"
 
 enum xp_proto { XP_TCP = 0, XP_SCTP = 1 };
 /* Whose SCTP: the kernel's, or usrsctp's (FreeBSD's SCTP in user space,
@@ -58,6 +59,7 @@ struct xp_opts {
   int udp_port;        /* usrsctp: this process's UDP port; 0: 9899 */
   int peer_udp_port;   /* usrsctp: the peer's UDP port; 0: the one it
                           speaks from (9899 for a connect) */
+  struct usx_sysctl_set usx_sysctls; /* usrsctp's, set when it starts */
 };
 
 struct xp_conn {

@@ -77,9 +77,11 @@ struct usx_status {
 };
 int usx_status(int fd, struct usx_status *st);
 
-/* The settings usrsctp holds for the socket, read back (-1: unknown). */
+/* The settings usrsctp holds for the socket, read back (-1: unknown), and
+ * the path MTU it was told (-1: usrsctp's own, 1500 less UDP's header). */
 struct usx_settings {
   int64_t sndbuf, rcvbuf, maxseg, nodelay, sack_delay_ms, sack_freq;
+  int64_t path_mtu;
 };
 void usx_settings(int fd, struct usx_settings *s);
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <sys/eventfd.h>
@@ -14,6 +15,8 @@
 
 #include "sysutil.h"
 #include "usx.h"
+#include "usxmtu.h"
+#include "usxsysctl.h"
 
 /* A process holds few SCTP sockets (bulkflow: one and its listener). */
 #define USX_MAX_SOCKETS 16
@@ -184,6 +187,7 @@ unsigned long usx_watch_wakeups(void) { return atomic_load(&watch_wakeups); }
 /* usrsctp once per process, on the options' UDP port. */
 static int start(const struct xp_opts *o) {
   int port = o->udp_port > 0 ? o->udp_port : USX_DEFAULT_UDP_PORT;
+  size_t bad = 0;
   if (started_port == 0) {
     pthread_t t;
     (void)pthread_mutex_lock(&slots_lock);
@@ -195,6 +199,13 @@ static int start(const struct xp_opts *o) {
     }
     usrsctp_init((uint16_t)port, NULL, NULL);
     started_port = port;
+    if (usx_sysctl_apply(&o->usx_sysctls, &bad) != 0) {
+      (void)fprintf(stderr,
+                    "usrsctp refused --usrsctp-sysctl %s (a value "
+                    "outside its range)\n",
+                    usx_sysctl_name(bad));
+      return -1;
+    }
   }
   if (started_port != port) {
     errno = EINVAL; /* usrsctp speaks on one UDP port per process */
@@ -224,6 +235,7 @@ static struct usx_sock *claim(void) {
       s->so = NULL;
       s->dead = 0;
       s->io_timeout_ms = 0;
+      s->path_mtu = -1;
       atomic_store(&s->read_armed, 0);
       atomic_store(&s->write_armed, 0);
       atomic_store(&s->connecting, 0);
@@ -231,6 +243,7 @@ static struct usx_sock *claim(void) {
       atomic_store(&s->refused, 0);
       (void)pthread_mutex_unlock(&s->lock);
       atomic_store(&s->shutdown_complete, 0);
+      atomic_store(&s->peer_shutdown, 0);
     }
   }
   (void)pthread_mutex_unlock(&slots_lock);
@@ -341,15 +354,43 @@ static int set_peer_udp_port(struct socket *so, int port) {
                             (socklen_t)sizeof ue);
 }
 
-/* The association's end is reported, so a lingering close can tell it. */
-static int subscribe_assoc_changes(struct socket *so) {
+/* The path's MTU (an IP packet's bytes) for every association of the socket,
+ * fixed: usrsctp's own discovery would start from its 1500 (usxmtu.h).  An
+ * MTU left unknown (-1) leaves usrsctp's. */
+static int set_path_mtu(struct usx_sock *s, int mtu, int family) {
+  struct sctp_paddrparams pp;
+  if (mtu <= 0) {
+    return 0;
+  }
+  memset(&pp, 0, sizeof pp);
+  pp.spp_assoc_id = SCTP_FUTURE_ASSOC;
+  pp.spp_flags = SPP_PMTUD_DISABLE;
+  pp.spp_pathmtu = (uint32_t)usx_chunk_room(mtu, family);
+  if (usrsctp_setsockopt(s->so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &pp,
+                         (socklen_t)sizeof pp) != 0) {
+    return -1;
+  }
+  s->path_mtu = mtu;
+  return 0;
+}
+
+/* The association's end is reported, so a lingering close can tell it, and
+ * the peer's SHUTDOWN, so a reader can tell its end (usxio.c). */
+static int subscribe(struct socket *so, uint16_t type) {
   struct sctp_event ev;
   memset(&ev, 0, sizeof ev);
   ev.se_assoc_id = SCTP_FUTURE_ASSOC;
-  ev.se_type = SCTP_ASSOC_CHANGE;
+  ev.se_type = type;
   ev.se_on = 1;
   return usrsctp_setsockopt(so, IPPROTO_SCTP, SCTP_EVENT, &ev,
                             (socklen_t)sizeof ev);
+}
+
+static int subscribe_assoc_changes(struct socket *so) {
+  return subscribe(so, SCTP_ASSOC_CHANGE) != 0 ||
+                 subscribe(so, SCTP_SHUTDOWN_EVENT) != 0
+             ? -1
+             : 0;
 }
 
 /* Options of every socket, connected, accepted or listening. */
@@ -405,7 +446,8 @@ int usx_listen(const struct addr *a, const struct xp_opts *o, int backlog) {
   if (s == NULL) {
     return -1;
   }
-  if (usrsctp_bind(s->so, (struct sockaddr *)(void *)&a->ss, a->len) != 0 ||
+  if (set_path_mtu(s, usx_mtu_of_local(a), a->ss.ss_family) != 0 ||
+      usrsctp_bind(s->so, (struct sockaddr *)(void *)&a->ss, a->len) != 0 ||
       usrsctp_listen(s->so, backlog) != 0) {
     return fail_closed(s);
   }
@@ -438,6 +480,7 @@ int usx_accept(int lfd, const struct xp_opts *o, struct addr *peer) {
     return -1;
   }
   set_so(s, so);
+  s->path_mtu = l->path_mtu; /* the listener's, which its associations took */
   if (set_conn_opts(s, o) != 0) {
     return fail_closed(s);
   }
@@ -481,8 +524,9 @@ int usx_connect(const struct addr *dst, const struct addr *src,
   if (s == NULL) {
     return -1;
   }
-  if (src != NULL &&
-      usrsctp_bind(s->so, (struct sockaddr *)(void *)&src->ss, src->len) != 0) {
+  if (set_path_mtu(s, usx_mtu_towards(dst), dst->ss.ss_family) != 0 ||
+      (src != NULL && usrsctp_bind(s->so, (struct sockaddr *)(void *)&src->ss,
+                                   src->len) != 0)) {
     return fail_closed(s);
   }
   atomic_store(&s->connecting, 1);
@@ -498,6 +542,7 @@ int usx_connect(const struct addr *dst, const struct addr *src,
 void usx_close(int fd) {
   struct usx_sock *s = usx_find(fd);
   if (s != NULL) {
+    usx_await_peer_end(s);
     usrsctp_close(release(s));
   }
 }
@@ -512,5 +557,5 @@ void usx_abort(int fd) {
   lg.l_linger = 0;
   (void)usrsctp_setsockopt(s->so, SOL_SOCKET, SO_LINGER, &lg,
                            (socklen_t)sizeof lg);
-  usx_close(fd);
+  usrsctp_close(release(s));
 }

@@ -25,10 +25,12 @@ struct usx_sock {
   int dead;             /* released: usrsctp's threads signal nothing more */
   atomic_int read_armed, write_armed, connecting;
   atomic_int shutdown_complete; /* SCTP_SHUTDOWN_COMP came */
+  atomic_int peer_shutdown;     /* SCTP_SHUTDOWN_EVENT came: no more data */
   /* a refused send waits until no more than this many chunks are queued */
   atomic_int wake_below;
   atomic_int refused; /* the last send found no room */
   int io_timeout_ms;  /* blocking sends and receives; 0: none */
+  int path_mtu;       /* the MTU it was told (usxmtu.h); -1: usrsctp's own */
 };
 
 /* The socket that owns fd, or NULL (errno untouched). */
@@ -42,6 +44,8 @@ void usx_rearm_read(struct usx_sock *s);
 /* DATA chunks the association holds, unacknowledged or not yet sent, and
  * (if asked) its fragmentation point; -1 if usrsctp does not know it. */
 int usx_queued_chunks(struct socket *so, int *frag_point);
+/* Before closing a socket whose peer sent SHUTDOWN: its end, briefly. */
+void usx_await_peer_end(struct usx_sock *s);
 /* Wait at most timeout_ms (< 0: no limit) for efd; 1, 0 or -1 as poll. */
 int usx_wait_efd(int efd, int timeout_ms);
 

@@ -7,9 +7,11 @@
 
 #include "cliargs.h"
 #include "str.h"
+#include "usxsysctl.h"
 
 /* An option is a number in [lo, hi], or (hi 0) an address added to a list
- * of at most XP_MAX_ALSO, or (hi -1) a stack's name. */
+ * of at most XP_MAX_ALSO, or (hi -1) a stack's name, or (hi -2) one of
+ * usrsctp's sysctls and its value. */
 struct xpa_def {
   const char *name;
   int lo, hi;
@@ -43,6 +45,8 @@ static const struct xpa_def defs[XPA_COUNT] = {
                       offsetof(struct xp_opts, udp_port)},
     [XPA_PEER_UDP_PORT] = {"sctp-peer-udp-port", 1, 65535,
                            offsetof(struct xp_opts, peer_udp_port)},
+    [XPA_USX_SYSCTL] = {"usrsctp-sysctl", -2, -2,
+                        offsetof(struct xp_opts, usx_sysctls)},
 };
 
 size_t xpa_options(unsigned take, struct option *out, size_t cap) {
@@ -85,8 +89,45 @@ static enum xp_stack stack_named(const char *name, const char *arg) {
   return XP_STACK_USRSCTP;
 }
 
+/* NAME=VALUE: a sysctl of usxsysctl.h's table and a 32-bit value. */
+static void add_sysctl(const char *name, const char *arg,
+                       struct usx_sysctl_set *to) {
+  char key[64], msg[128];
+  const char *eq = strchr(arg, '=');
+  size_t klen = eq != NULL ? (size_t)(eq - arg) : 0;
+  int id;
+  uint64_t v;
+  if (eq == NULL || klen == 0 || klen >= sizeof key) {
+    cli_bad_value(name, "need NAME=VALUE, NAME one of usrsctp's sysctls "
+                        "(sctp_max_burst_default, ...; PROGRAMS.md)");
+  }
+  memcpy(key, arg, klen);
+  key[klen] = '\0';
+  if ((id = usx_sysctl_find(key)) < 0) {
+    (void)str_fmt(msg, sizeof msg, "--%s: no usrsctp sysctl %s here", name,
+                  key);
+    cli_usage_exit(msg);
+  }
+  if (to->n >= USX_MAX_SYSCTLS) {
+    (void)str_fmt(msg, sizeof msg, "--%s: at most %d settings", name,
+                  USX_MAX_SYSCTLS);
+    cli_usage_exit(msg);
+  }
+  if (str_to_u64(eq + 1, UINT32_MAX, &v) != 0) {
+    cli_bad_value(name, "need NAME=VALUE, VALUE a whole number from 0 to "
+                        "4294967295");
+  }
+  to->id[to->n] = id;
+  to->value[to->n] = (uint32_t)v;
+  to->n++;
+}
+
 void xpa_set(int code, const char *arg, struct xp_opts *xp) {
   const struct xpa_def *d = &defs[code - XPA_CODE(0)];
+  if (d->hi == -2) {
+    add_sysctl(d->name, arg, &xp->usx_sysctls);
+    return;
+  }
   if (d->hi == -1) {
     xp->stack = stack_named(d->name, arg);
     return;
@@ -104,8 +145,8 @@ void xpa_check_stack(int sctp, const struct xp_opts *xp) {
                    "sctp)");
   }
   if (xp->stack != XP_STACK_USRSCTP &&
-      (xp->udp_port > 0 || xp->peer_udp_port > 0)) {
-    cli_usage_exit("--sctp-udp-port and --sctp-peer-udp-port are usrsctp's "
-                   "(--sctp-stack usrsctp)");
+      (xp->udp_port > 0 || xp->peer_udp_port > 0 || xp->usx_sysctls.n > 0)) {
+    cli_usage_exit("--sctp-udp-port, --sctp-peer-udp-port and "
+                   "--usrsctp-sysctl are usrsctp's (--sctp-stack usrsctp)");
   }
 }

@@ -28,6 +28,7 @@ enum xpa_index {
   XPA_SCTP_STACK,    /* --sctp-stack kernel|usrsctp */
   XPA_UDP_PORT,      /* --sctp-udp-port PORT: usrsctp's own UDP port */
   XPA_PEER_UDP_PORT, /* --sctp-peer-udp-port PORT: the peer's UDP port */
+  XPA_USX_SYSCTL,    /* --usrsctp-sysctl NAME=VALUE, up to USX_MAX_SYSCTLS */
   XPA_COUNT
 };
 
@@ -42,9 +43,11 @@ enum xpa_index {
 
 /* SCTP multihoming: the further addresses of this end and of the peer. */
 #define XPA_MULTIHOMING (XPA_BIT(XPA_ALSO_BIND) | XPA_BIT(XPA_ALSO_PEER))
-/* The second SCTP stack (usx.h): which stack, and usrsctp's UDP ports. */
+/* The second SCTP stack (usx.h): which stack, usrsctp's UDP ports and its
+ * sysctls. */
 #define XPA_SCTP_STACKS                                                        \
-  (XPA_BIT(XPA_SCTP_STACK) | XPA_BIT(XPA_UDP_PORT) | XPA_BIT(XPA_PEER_UDP_PORT))
+  (XPA_BIT(XPA_SCTP_STACK) | XPA_BIT(XPA_UDP_PORT) |                           \
+   XPA_BIT(XPA_PEER_UDP_PORT) | XPA_BIT(XPA_USX_SYSCTL))
 
 /* The getopt entries of the options in `take`, written to out (at most cap
  * entries, in enum order).  Returns how many. */
