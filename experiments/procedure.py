@@ -95,6 +95,7 @@ POLL_S = 0.05
 READY = "ready"
 FTP_PORT = 21
 HTTP_PORT = 80
+SCTP_UDP_PORT = 9899   # SCTP over UDP (RFC 6951), where usrsctp listens and sends to
 
 
 class RunFailure(Exception):
@@ -483,6 +484,21 @@ def bulk_sender_argv(bulkflow: str, proto: str, address: str, port: int, duratio
                      start_at: float, options: Sequence[str] = ()) -> list[str]:
     return [bulkflow, "send", "--proto", proto, "--to", f"{address}:{port}",
             "--duration", f"{duration_s:g}", "--start-at", f"{start_at:.6f}", *options]
+
+
+def sctp_stack_options(sctp_stack: str) -> list[str]:
+    """A program's options for its SCTP stack. usrsctp speaks SCTP inside UDP on RFC 6951's
+    port 9899 at both ends (every node has its own network namespace, so one port serves
+    all), which tshark decodes as SCTP without being told; the kernel's SCTP does not listen
+    on UDP there (its net.sctp.udp_port stays 0), so it cannot answer those packets.
+    "usrsctp:NAME=VALUE,..." sets those of usrsctp's sysctls at both ends."""
+    if sctp_stack == "kernel":
+        return []
+    port = str(SCTP_UDP_PORT)
+    base, _, settings = sctp_stack.partition(":")
+    sysctls = [f"--usrsctp-sysctl={item}" for item in settings.split(",") if item]
+    return ["--sctp-stack", base, "--sctp-udp-port", port, "--sctp-peer-udp-port", port,
+            *sysctls]
 
 
 def http_server_argv(httpd: str, root: str, address: str, log: str, timeout_s: float,

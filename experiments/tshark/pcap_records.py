@@ -6,8 +6,10 @@ precision and byte order) of Ethernet frames, IPv4 without fragments. A frame ma
 by a snaplen after its IPv4 header (a capture of headers, `[run] capture = "headers"`): the
 caller reads its headers within what was captured and the lengths from the IPv4 header. It
 passes the IPv6 router solicitations and MLD reports a link sends by itself, and packets of
-other protocols; on anything else (ICMP or UDP, which tshark may find TCP or SCTP inside, VLAN
-tags, other IPv6) it raises Unread, and the caller asks tshark.
+other protocols. It reads SCTP inside UDP where both ports are 9899 (RFC 6951's, which tshark
+decodes as SCTP by default): usrsctp's packets. On anything else (ICMP or other UDP, which
+tshark may find TCP or SCTP inside, VLAN tags, other IPv6) it raises Unread, and the caller
+asks tshark.
 
     frame_records(pcap, protocol)   (time as tshark prints it, bytes, IP header, payload,
                                      the packet's end, the end of what was captured of it)
@@ -23,7 +25,9 @@ from typing import NamedTuple
 _MICRO_MAGIC, _NANO_MAGIC = 0xA1B2C3D4, 0xA1B23C4D
 _ETHERNET = 1
 _FILE_HEADER, _RECORD, _ETH = 24, 16, 14
-_IPV4, _IPV6, _ICMP, _UDP = 0x0800, 0x86DD, 1, 17
+_IPV4, _IPV6, _ICMP, _UDP, _SCTP = 0x0800, 0x86DD, 1, 17, 132
+_UDP_HEADER = 8
+SCTP_OVER_UDP_PORT = 9899
 _HOP_BY_HOP, _ICMPV6, _ICMPV6_INFORMATIONAL = 0, 58, 128
 _VLAN_ETHERTYPES = (0x8100, 0x88A8)
 _IPV4_HEADER = struct.Struct(">B1xH2xH1xB")   # version and length, total length, fragment, protocol
@@ -118,16 +122,27 @@ def ipv4_payload(data: bytes, frame: int, end: int, protocol: int, cut: bool = F
         return None
     ip = frame + _ETH
     first, total, fragment, carried = _IPV4_HEADER.unpack_from(data, ip)
-    if carried in (_ICMP, _UDP):
-        raise Unread  # an ICMP error quoting a header, SCTP over UDP: tshark reads inside
-    if carried != protocol:
+    payload, ip_end = ip + (first & 0x0F) * 4, ip + total
+    if carried == _UDP and not fragment & 0x3FFF and _sctp_inside(data, payload, end):
+        if protocol != _SCTP:
+            return None
+        payload += _UDP_HEADER
+    elif carried in (_ICMP, _UDP):
+        raise Unread  # an ICMP error quoting a header, other UDP: tshark may read inside
+    elif carried != protocol:
         return None
     if fragment & 0x3FFF:
         raise Unread  # a fragment
-    payload, ip_end = ip + (first & 0x0F) * 4, ip + total
     if payload + 12 > ip_end or payload > end or (ip_end > end and not cut):
         raise Unread  # a frame cut within its IPv4 header, or a packet longer than its frame
     return ip, payload, ip_end, min(ip_end, end)
+
+
+def _sctp_inside(data: bytes, udp: int, end: int) -> bool:
+    """SCTP over UDP as tshark decodes it without being told: both ports RFC 6951's (tshark's
+    udp.port 9899 for sctp), as between two usrsctp endpoints of the testbed."""
+    return udp + _UDP_HEADER <= end and \
+        data[udp:udp + 4] == SCTP_OVER_UDP_PORT.to_bytes(2, "big") * 2
 
 
 def _ipv6_from_the_link(data: bytes, ip: int, end: int) -> None:

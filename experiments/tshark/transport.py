@@ -15,6 +15,8 @@ from pathlib import Path
 
 from . import SCTP_OPTIONS, Host, addresses, fields, frames, is_true, values
 
+UDP_PROTOCOL, UDP_HEADER_BYTES = 17, 8   # usrsctp's SCTP travels inside UDP (RFC 6951)
+
 
 # -- SCTP chunks and retransmissions -------------------------------------------------------------
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def sctp_frames(pcap: Path, display_filter: str) -> list[tuple[float, SctpFrame]
 def parse_sctp_frame(frame: bytes) -> SctpFrame:
     ip = 14  # Ethernet II, as on the testbed's veth links
     sctp = ip + (frame[ip] & 0x0F) * 4
+    if frame[ip + 9] == UDP_PROTOCOL:  # usrsctp's: SCTP inside UDP (RFC 6951)
+        sctp += UDP_HEADER_BYTES
     src = ".".join(str(b) for b in frame[ip + 12:ip + 16])
     dst = ".".join(str(b) for b in frame[ip + 16:ip + 20])
     src_port = int.from_bytes(frame[sctp:sctp + 2], "big")

@@ -37,6 +37,20 @@ if TYPE_CHECKING:
 
 
 PROGRAMS_ENV = "TESTBED_PROGRAMS"
+# The SCTP implementations the C programs run on (their --sctp-stack): the kernel's, and
+# FreeBSD's in user space (usrsctp), which reaches the wire inside UDP (RFC 6951).
+KERNEL_SCTP = "kernel"
+SCTP_STACKS = (KERNEL_SCTP, "usrsctp")
+# The usrsctp sysctls the C programs may set (--usrsctp-sysctl; ftp-impl/common/usxsysctl.c,
+# whose table tests/bulkflow/test_usrsctp_bulkflow.py holds this to).
+USRSCTP_SYSCTLS = (
+    "sctp_max_burst_default", "sctp_fr_max_burst_default", "sctp_use_cwnd_based_maxburst",
+    "sctp_initial_cwnd", "sctp_L2_abc_variable", "sctp_default_cc_module", "sctp_cmt_on_off",
+    "sctp_nrsack_enable", "sctp_ecn_enable", "sctp_pr_enable", "sctp_buffer_splitting",
+    "sctp_delayed_sack_time_default", "sctp_sack_freq_default", "sctp_enable_sack_immediately",
+    "sctp_rto_min_default", "sctp_rto_max_default", "sctp_rto_initial_default",
+    "sctp_assoc_rtx_max_default", "sctp_path_rtx_max_default", "sctp_path_pf_threshold",
+    "sctp_max_retran_chunk", "sctp_heartbeat_interval_default")
 
 
 def read_stacks(reader: Reader, matrix: dict[str, Any]) -> tuple[str, ...]:
@@ -51,6 +65,57 @@ def read_stacks(reader: Reader, matrix: dict[str, Any]) -> tuple[str, ...]:
     for stack in stacks:
         reader.choice("matrix.stacks", stack, STACKS, "stack profile")
     return tuple(stacks)
+
+
+def read_sctp_stacks(reader: Reader, matrix: dict[str, Any]) -> tuple[str, ...]:
+    """[matrix] `sctp_stacks`: which SCTP implementation its points' SCTP endpoints run
+    (SCTP_STACKS), the kernel's where the file names none. usrsctp may carry settings of its
+    sysctls: "usrsctp:NAME=VALUE,NAME=VALUE" (USRSCTP_SYSCTLS)."""
+    named = matrix.get("sctp_stacks", [KERNEL_SCTP])
+    if not isinstance(named, list) or not named or not all(isinstance(s, str) for s in named):
+        raise reader.fail("matrix.sctp_stacks", "must be a non-empty list of SCTP stacks "
+                                                f"({', '.join(SCTP_STACKS)})")
+    for stack in named:
+        base, _, settings = stack.partition(":")
+        reader.choice("matrix.sctp_stacks", base, SCTP_STACKS, "SCTP stack")
+        if settings and base != "usrsctp":
+            raise reader.fail("matrix.sctp_stacks", f"{stack!r}: only usrsctp takes sysctls "
+                                                    "here (the kernel's are [sctp]'s)")
+        if ":" in stack:
+            try:
+                usrsctp_sysctls(stack)
+            except ValueError as error:
+                raise reader.fail("matrix.sctp_stacks", f"{stack!r}: {error}") from None
+    if len(set(named)) != len(named):
+        raise reader.fail("matrix.sctp_stacks", "names a stack twice")
+    return tuple(named)
+
+
+def usrsctp_sysctls(sctp_stack: str) -> list[tuple[str, int]]:
+    """The sysctl settings an "usrsctp:NAME=VALUE,..." SCTP stack carries; ValueError names
+    what is wrong."""
+    _, _, text = sctp_stack.partition(":")
+    out = []
+    for item in text.split(","):
+        name, eq, value = item.partition("=")
+        if not eq or not value.isdigit() or int(value) >= 1 << 32:
+            raise ValueError(f"{item!r} is not NAME=VALUE (VALUE from 0 to 2^32 - 1)")
+        if name not in USRSCTP_SYSCTLS:
+            raise ValueError(f"unknown usrsctp sysctl {name!r} (known: "
+                             f"{', '.join(USRSCTP_SYSCTLS)})")
+        out.append((name, int(value)))
+    if len({name for name, _ in out}) != len(out):
+        raise ValueError("sets a sysctl twice")
+    return out
+
+
+def sctp_stack_key_suffix(sctp_stack: str) -> str:
+    """The end of a point's key that names its SCTP stack: none for the kernel's, so that the
+    keys of result sets from before the axis stay theirs; a usrsctp with settings names them
+    ("_usrsctp+sctp_max_burst_default-0")."""
+    if sctp_stack == KERNEL_SCTP:
+        return ""
+    return "_" + sctp_stack.replace(":", "+").replace(",", "+").replace("=", "-")
 
 
 def stack_records(stacks: tuple[str, ...]) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from experiments.workloads.base import USRSCTP_SYSCTLS
 from tests.bulkflow.bulkhelp import SANITIZER_MARKS, Receiver, events, one, run, tshark
 from tests.ftp import ftphelp
 from tests.ftp.kernel import run_in_kernel
@@ -39,6 +40,14 @@ def free_udp_port() -> int:
      "are usrsctp's (--sctp-stack usrsctp)"),
     (["send", "--proto", "sctp", "--to", "127.0.0.1:9", "--duration", "1", "--sctp-stack",
       "usrsctp", "--sctp-peer-udp-port", "0"], "--sctp-peer-udp-port: need a whole number"),
+    (["recv", "--proto", "sctp", "--listen", "127.0.0.1:0", "--sctp-stack", "usrsctp",
+      "--usrsctp-sysctl", "sctp_cwnd=3"], "no usrsctp sysctl sctp_cwnd here"),
+    (["recv", "--proto", "sctp", "--listen", "127.0.0.1:0", "--sctp-stack", "usrsctp",
+      "--usrsctp-sysctl", "sctp_initial_cwnd"], "need NAME=VALUE"),
+    (["recv", "--proto", "sctp", "--listen", "127.0.0.1:0", "--sctp-stack", "usrsctp",
+      "--usrsctp-sysctl", "sctp_initial_cwnd=-1"], "VALUE a whole number"),
+    (["recv", "--proto", "sctp", "--listen", "127.0.0.1:0", "--usrsctp-sysctl",
+      "sctp_initial_cwnd=4"], "are usrsctp's (--sctp-stack usrsctp)"),
 ])
 def test_a_wrong_stack_option_is_a_usage_error(bindir, args, message):
     r = run(bindir, *args)
@@ -69,6 +78,42 @@ def test_usrsctp_to_usrsctp_on_the_host_counts_every_byte_alike(bindir):
     # a sample reads usrsctp's SCTP_STATUS: an established association with a window
     sample = [e for e in sent.events if e["event"] == "sample"][0]
     assert sample["state"] == 4 and sample["cwnd"] > 0 and sample["rto_ms"] > 0
+
+
+def test_usrsctp_s_sysctls_are_set_at_both_ends_and_every_one_is_recorded(bindir):
+    """The table of settable sysctls is the one experiment files are checked against
+    (USRSCTP_SYSCTLS); both ends record all of them as usrsctp holds them, and the path MTU
+    read from the kernel (loopback's)."""
+    recv_udp, send_udp = free_udp_port(), free_udp_port()
+    sysctls = ["--usrsctp-sysctl", "sctp_use_cwnd_based_maxburst=0",
+               "--usrsctp-sysctl=sctp_max_burst_default=8"]
+    receiver = Receiver(bindir, "--proto", "sctp", "--sctp-stack", "usrsctp", "--sctp-udp-port",
+                        recv_udp, "--listen", "127.0.0.1:0", "--accept-timeout", "20", *sysctls)
+    try:
+        sent = run(bindir, "send", "--proto", "sctp", "--sctp-stack", "usrsctp",
+                   "--sctp-udp-port", send_udp, "--sctp-peer-udp-port", recv_udp,
+                   "--to", f"127.0.0.1:{receiver.port}", "--duration", "1", *sysctls)
+        status, got, _ = receiver.finish()
+    finally:
+        receiver.kill()
+    assert sent.status == 0 and status == 0, (sent.stderr, got[-2:])
+    for event in (receiver.ready, one(got, "accepted"), one(sent.events, "connected")):
+        held = dict(item.split("=") for item in event["usrsctp_sysctls"])
+        assert tuple(held) == USRSCTP_SYSCTLS
+        assert (held["sctp_use_cwnd_based_maxburst"], held["sctp_max_burst_default"]) == \
+            ("0", "8")
+        assert held["sctp_fr_max_burst_default"] == "4"   # usrsctp's own, untouched
+        # loopback's: its interface's for the listener, the route's (IP's 65535) for a connect
+        assert event["path_mtu"] in (65535, 65536)
+    assert one(got, "end")["bytes"] == one(sent.events, "end")["bytes"] > 0
+
+
+def test_a_sysctl_usrsctp_refuses_fails_the_program_with_its_name(bindir):
+    r = run(bindir, "recv", "--proto", "sctp", "--sctp-stack", "usrsctp", "--sctp-udp-port",
+            free_udp_port(), "--listen", "127.0.0.1:0", "--accept-timeout", "5",
+            "--usrsctp-sysctl", "sctp_use_cwnd_based_maxburst=2")
+    assert r.status != 0
+    assert "usrsctp refused --usrsctp-sysctl sctp_use_cwnd_based_maxburst" in r.stderr
 
 
 @pytest.fixture(scope="module")

@@ -77,8 +77,34 @@ IPV6_SCTP = (b"\x02" * 6 + b"\x04" * 6 + b"\x86\xdd" + struct.pack(">IHBB", 0x60
 VLAN = b"\x02" * 6 + b"\x04" * 6 + b"\x81\x00\x00\x01" + sctp(CLIENT, SERVER, 1, 2, INIT)[12:]
 
 
-@pytest.mark.parametrize("odd", [ICMP_QUOTING_SCTP, bytes(FRAGMENT), IPV6_SCTP, VLAN],
-                         ids=["icmp", "fragment", "ipv6", "vlan"])
+def sctp_in_udp(src: bytes, dst: bytes, sport: int, dport: int, chunks: bytes,
+                udp_ports: tuple[int, int] = (9899, 9899)) -> bytes:
+    """SCTP inside UDP (RFC 6951), as usrsctp sends it: checksum 0 in both headers."""
+    inner = struct.pack(">HHII", sport, dport, 7, 0) + chunks
+    return ipv4(src, dst, 17, struct.pack(">HHHH", *udp_ports, 8 + len(inner), 0) + inner)
+
+
+def test_sctp_inside_udp_on_rfc_6951_s_port_reads_as_tshark_reads_it(tmp_path):
+    """usrsctp's packets: tshark decodes UDP port 9899 as SCTP by default, and so does this."""
+    frames = [sctp_in_udp(CLIENT, SERVER, 50001, 5002, INIT),
+              sctp_in_udp(SERVER, CLIENT, 5002, 50001, INIT_ACK),
+              sctp_in_udp(CLIENT, SERVER, 50001, 5002, data_chunk(10, 0, b"abc")
+                          + data_chunk(11, 0, b"de", ssn=1)),
+              sctp_in_udp(SERVER, CLIENT, 5002, 50001, SACK)]
+    pcap = write(tmp_path / "udp.pcap", CONTROL_FRAMES + frames + [TCP_SEGMENT])
+    rows = sctp_headers.shared_rows(pcap)
+    control = sctp_headers.shared_rows(write(tmp_path / "control.pcap", CONTROL_FRAMES))
+    assert rows is not None and control is not None and len(rows) == len(control) + 4
+    assert rows == tshark_rows(pcap)
+    assert [row[2:4] for row in rows[-4:]] == [["50001", "5002"], ["5002", "50001"]] * 2
+
+
+UDP_ONE_PORT = sctp_in_udp(CLIENT, SERVER, 50001, 21, INIT, udp_ports=(40000, 9899))
+
+
+@pytest.mark.parametrize("odd", [ICMP_QUOTING_SCTP, bytes(FRAGMENT), IPV6_SCTP, VLAN,
+                                 UDP_ONE_PORT],
+                         ids=["icmp", "fragment", "ipv6", "vlan", "udp-one-port"])
 def test_a_packet_it_does_not_read_leaves_the_capture_to_tshark(tmp_path, odd):
     pcap = write(tmp_path / "odd.pcap", [*CONTROL_FRAMES, odd])
     assert sctp_headers.shared_rows(pcap) is None

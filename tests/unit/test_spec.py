@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments import spec
+from experiments import procedure, spec
+from experiments.workloads.base import WorkloadError
+from experiments.workloads.bulk_flows.workload import WORKLOAD
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -207,6 +209,57 @@ def test_a_bulk_flows_stack_other_than_today_s_names_its_points_and_sets_their_s
     assert [p.get("stack") for p in points(experiment)] == ["linux", "freebsd-4.6"]
     with pytest.raises(spec.SpecError, match="matrix.stacks.*unknown stack profile"):
         spec.load(str(write(tmp_path, text.replace('"freebsd-4.6"', '"freebsd-9"'))))
+
+
+def test_a_bulk_flows_sctp_stack_axis_names_its_points_and_reaches_the_programs(tmp_path):
+    text = BULK.replace('tcp_profiles = ["tcp-sack-reno", "tcp-linux"]',
+                        'tcp_profiles = ["tcp-sack-reno"]\nsctp_stacks = ["kernel", "usrsctp"]')
+    experiment = spec.load(str(write(tmp_path, text)))
+    found = {p.key: p.get("sctp_stack") for p in points(experiment)}
+    assert found == {"geo-2_loss0.015_2flows_tcp-sack-reno": "kernel",
+                     "geo-2_loss0.015_2flows_tcp-sack-reno_usrsctp": "usrsctp"}
+    orders = [WORKLOAD.order(experiment, p, {"bulkflow": "bf"}) for p in points(experiment)]
+    assert [o["sctp_stack"] for o in orders] == ["kernel", "usrsctp"]
+    assert experiment.as_record()["flows"]["sctp_stacks"] == ["kernel", "usrsctp"]
+    assert procedure.sctp_stack_options("usrsctp") == [
+        "--sctp-stack", "usrsctp", "--sctp-udp-port", "9899", "--sctp-peer-udp-port", "9899"]
+    assert procedure.sctp_stack_options("kernel") == []
+    with pytest.raises(WorkloadError, match=r"mtu = 1544 or more .*8 more inside UDP"):
+        WORKLOAD.prepare(experiment, tmp_path)
+
+
+def test_a_usrsctp_stack_with_sysctls_names_its_points_and_sets_them_at_both_ends(tmp_path):
+    stack = "usrsctp:sctp_use_cwnd_based_maxburst=0,sctp_max_burst_default=0"
+    text = BULK.replace('tcp_profiles = ["tcp-sack-reno", "tcp-linux"]',
+                        f'tcp_profiles = ["tcp-sack-reno"]\nsctp_stacks = ["usrsctp", "{stack}"]')
+    experiment = spec.load(str(write(tmp_path, text)))
+    assert [p.key for p in points(experiment)] == [
+        "geo-2_loss0.015_2flows_tcp-sack-reno_usrsctp",
+        "geo-2_loss0.015_2flows_tcp-sack-reno_usrsctp+sctp_use_cwnd_based_maxburst-0"
+        "+sctp_max_burst_default-0"]
+    assert procedure.sctp_stack_options(stack)[-2:] == [
+        "--usrsctp-sysctl=sctp_use_cwnd_based_maxburst=0",
+        "--usrsctp-sysctl=sctp_max_burst_default=0"]
+
+
+@pytest.mark.parametrize("change, reason", [
+    ('sctp_stacks = ["usrsctp", "freebsd"]', "unknown SCTP stack"),
+    ('sctp_stacks = ["usrsctp:sctp_cwnd=3"]', "unknown usrsctp sysctl 'sctp_cwnd'"),
+    ('sctp_stacks = ["usrsctp:sctp_initial_cwnd"]', "is not NAME=VALUE"),
+    ('sctp_stacks = ["kernel:sctp_initial_cwnd=4"]', "only usrsctp takes sysctls"),
+    ('sctp_stacks = ["usrsctp:sctp_initial_cwnd=4,sctp_initial_cwnd=2"]', "twice"),
+    ('sctp_stacks = ["usrsctp", "usrsctp"]', "names a stack twice"),
+    ('sctp_stacks = []', "non-empty list"),
+    ('sctp_stacks = ["usrsctp"]\nstacks = ["linux", "freebsd-4.6"]', "usrsctp does not read"),
+])
+def test_bad_sctp_stack_axes_are_refused(tmp_path, change, reason):
+    text = BULK.replace('tcp_profiles = ["tcp-sack-reno", "tcp-linux"]',
+                        'tcp_profiles = ["tcp-sack-reno"]\n' + change)
+    path = write(tmp_path, text)
+    with pytest.raises(spec.SpecError) as refused:
+        spec.load(str(path))
+    assert str(path) in str(refused.value) and "matrix.sctp_stacks" in str(refused.value)
+    assert reason in str(refused.value)
 
 
 @pytest.mark.parametrize("change, key, reason", [

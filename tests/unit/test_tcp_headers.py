@@ -10,8 +10,8 @@ import pytest
 from experiments import tshark
 from experiments.tshark import tcp_headers
 from experiments.tshark.transport import counters
-from tests.unit.test_sctp_headers import MICRO, NANO, write, write_cut
-from tests.unit.test_tshark_shared_pass import CLIENT, CONTROL_FRAMES, SERVER, tcp
+from tests.unit.test_sctp_headers import MICRO, NANO, sctp_in_udp, write, write_cut
+from tests.unit.test_tshark_shared_pass import CLIENT, CONTROL_FRAMES, INIT, SERVER, tcp
 
 OPTIONS, NAMES = tshark.SHARED_PASSES["tcp"]
 SYN, SYN_ACK, ACK, FIN_ACK = 0x02, 0x12, 0x10, 0x11
@@ -41,6 +41,16 @@ SESSION = [
 @pytest.mark.parametrize("magic,order", [(MICRO, "<"), (NANO, ">")])
 def test_the_rows_are_tshark_s(tmp_path, magic, order):
     pcap = write(tmp_path / "made.pcap", CONTROL_FRAMES + SESSION, magic, order)
+    rows = tcp_headers.shared_rows(pcap)
+    assert rows is not None and len(rows) == 10 + len(SESSION)
+    assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)
+
+
+def test_usrsctp_s_packets_beside_the_connections_are_passed_over(tmp_path):
+    """SCTP inside UDP on port 9899 (bulk-flows' usrsctp flows share the capture with TCP's)
+    is SCTP to tshark, not something it reads inside: the TCP rows stay this module's."""
+    pcap = write(tmp_path / "mixed.pcap", CONTROL_FRAMES + SESSION[:4]
+                 + [sctp_in_udp(CLIENT, SERVER, 50001, 5002, INIT)] + SESSION[4:])
     rows = tcp_headers.shared_rows(pcap)
     assert rows is not None and len(rows) == 10 + len(SESSION)
     assert rows == tshark._fields(pcap, list(NAMES), "tcp", OPTIONS)

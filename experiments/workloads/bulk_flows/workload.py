@@ -11,7 +11,9 @@ Pair i carries TCP when i is odd and SCTP when even. Each sender samples its con
 receiver counts what arrived every `sample_ms`.
 
 Its keys: the [flows] table (duration_s, warmup_s, stagger_s, payload_bytes, rcvbuf_bytes,
-delayed_ack, sample_ms) and [matrix] stacks. Points: bottleneck x loss x TCP profile x stack.
+delayed_ack, sample_ms) and [matrix] stacks and sctp_stacks (the kernel's SCTP, usrsctp: both
+ends of every SCTP flow, usrsctp's inside UDP). Points: bottleneck x loss x TCP profile x
+stack x SCTP stack.
 A stack reaches the flows through the hosts' sysctls (its timers and the kernel's switches)
 and routes (initial window, RTO floor); its socket buffers do not, since the flows' windows
 are the experiment's own (rcvbuf_bytes), and neither does TCP's initial RTO (a long flow's
@@ -37,12 +39,15 @@ from experiments import procedure
 from experiments.procedure import RunFailure
 from experiments.stacks import DEFAULT_STACK
 from experiments.workloads.base import (
+    KERNEL_SCTP,
     Metric,
     Point,
     capture_immediate,
     read_events,
+    read_sctp_stacks,
     read_stacks,
     require_programs,
+    sctp_stack_key_suffix,
     stack_key_suffix,
     stack_records,
 )
@@ -59,6 +64,7 @@ CAPTURE_NODE = "right"
 AGREEMENT = 0.01                     # receivers against the pcap, relative
 ACK_SLACK_S = 0.002                  # an ack's queueing and wake-ups beyond the path's delays
 TCP_TIMESTAMPS_BYTES = 12            # options on every segment of a Linux connection
+UDP_HEADER_BYTES = 8                 # what usrsctp's encapsulation adds to each SCTP packet
 SETUP_S_PER_FLOW = 0.6               # starting a program in the kernel, on its clock
 SCTP_MESSAGE_CHUNKS = 8              # an SCTP sender's message: this many full DATA chunks
 CWND_COLUMNS = ("t_s", "flow", "proto", "phase", "bytes", "cwnd", "ssthresh", "srtt_ms",
@@ -75,6 +81,7 @@ class Settings:
     delayed_ack: bool
     sample_ms: int
     stacks: tuple[str, ...] = (DEFAULT_STACK,)
+    sctp_stacks: tuple[str, ...] = (KERNEL_SCTP,)
 
 
 def proto_of(pair: int) -> str:
@@ -101,7 +108,7 @@ class BulkFlows:
     topologies = ("dumbbell",)
     data_direction = {"dumbbell": "bottleneck-up"}   # senders s<i> to receivers d<i>
     top_keys: dict[str, Any] = {}
-    matrix_keys = {"stacks": list}
+    matrix_keys = {"stacks": list, "sctp_stacks": list}
     table = "flows"
     table_keys = {"duration_s": float, "warmup_s": float, "stagger_s": float,
                   "payload_bytes": int, "rcvbuf_bytes": int, "delayed_ack": bool,
@@ -130,7 +137,7 @@ class BulkFlows:
                                          "on per 100 s of the steady state"),
     )
     default_metric = "jain_index"
-    point_columns = ("bottleneck", "pairs", "loss", "profile", "stack")
+    point_columns = ("bottleneck", "pairs", "loss", "profile", "stack", "sctp_stack")
     run_columns = ("jain_index", "sctp_gain_pct", "utilization", "tcp_mbps", "sctp_mbps",
                    "tcp_timeouts", "sctp_timeouts", "tcp_needless_rtx", "sctp_needless_rtx",
                    "tcp_cwnd_segments", "sctp_cwnd_segments", "tcp_segments_per_100s",
@@ -150,7 +157,8 @@ class BulkFlows:
             rcvbuf_bytes=table.get("rcvbuf_bytes", 0),
             delayed_ack=table.get("delayed_ack", True),
             sample_ms=table.get("sample_ms", 100),
-            stacks=read_stacks(reader, data.get("matrix", {})))
+            stacks=read_stacks(reader, data.get("matrix", {})),
+            sctp_stacks=read_sctp_stacks(reader, data.get("matrix", {})))
         if not 1 <= settings.duration_s <= 86_400:
             raise reader.fail("flows.duration_s", "between 1 s and a day")
         if not 0 <= settings.warmup_s < settings.duration_s:
@@ -164,6 +172,15 @@ class BulkFlows:
             raise reader.fail("flows.rcvbuf_bytes", "0 (the kernel's) or 2 KiB to 64 MiB")
         if not 10 <= settings.sample_ms <= 10_000:
             raise reader.fail("flows.sample_ms", "from 10 to 10000 ms")
+        if settings.sctp_stacks != (KERNEL_SCTP,) and settings.stacks != (DEFAULT_STACK,):
+            raise reader.fail("matrix.sctp_stacks", "a stack profile's SCTP settings are the "
+                                                    "kernel's sysctls, which usrsctp does not "
+                                                    "read: run usrsctp with stacks = "
+                                                    f"[\"{DEFAULT_STACK}\"]")
+        if settings.sctp_stacks != (KERNEL_SCTP,) and data.get("sctp"):
+            raise reader.fail("sctp", "the [sctp] knobs are the kernel's sysctls, which "
+                                      "usrsctp does not read: drop them, or run usrsctp in "
+                                      "an experiment of its own")
         return settings
 
     def record(self, settings: Settings) -> dict[str, Any]:
@@ -171,6 +188,10 @@ class BulkFlows:
                      "SCTP_DELAYED_SACK sack_freq 1") if not settings.delayed_ack else "kernel's"
         return {"stacks": stack_records(settings.stacks),
                 "flows": {**vars(settings), "stacks": list(settings.stacks),
+                          "sctp_stacks": list(settings.sctp_stacks),
+                          "sctp_encapsulation": "kernel: SCTP over IP; usrsctp: SCTP over UDP "
+                                                "port 9899 at both ends (RFC 6951), 8 bytes "
+                                                "more per packet on the bottleneck",
                           "stack_applied": "the stack's sysctls (timers, the kernel's "
                                            "switches) and routes (initial window, RTO floor); "
                                            "not its socket buffers (the flows' own: "
@@ -190,11 +211,13 @@ class BulkFlows:
             for loss in experiment.losses:
                 for profile in experiment.tcp_profiles:
                     for stack in experiment.settings.stacks:
-                        key = (f"{entry.name}_loss{loss:g}_{entry.pairs}flows_{profile}"
-                               + stack_key_suffix(stack))
-                        points.append(Point(key, entry.name, loss, profile, (
-                            ("bottleneck", entry.name), ("pairs", entry.pairs),
-                            ("loss", loss), ("profile", profile), ("stack", stack)), stack))
+                        for sctp_stack in experiment.settings.sctp_stacks:
+                            key = (f"{entry.name}_loss{loss:g}_{entry.pairs}flows_{profile}"
+                                   + stack_key_suffix(stack) + sctp_stack_key_suffix(sctp_stack))
+                            points.append(Point(key, entry.name, loss, profile, (
+                                ("bottleneck", entry.name), ("pairs", entry.pairs),
+                                ("loss", loss), ("profile", profile), ("stack", stack),
+                                ("sctp_stack", sctp_stack)), stack))
         return points
 
     def estimate_s(self, experiment: Experiment, point: Point) -> float:
@@ -213,16 +236,19 @@ class BulkFlows:
         from experiments.workloads.base import WorkloadError
 
         payload = experiment.settings.payload_bytes
-        need = max(payload + TCP_TIMESTAMPS_BYTES + 40, payload + 48)
+        udp = UDP_HEADER_BYTES if experiment.settings.sctp_stacks != (KERNEL_SCTP,) else 0
+        need = max(payload + TCP_TIMESTAMPS_BYTES + 40, payload + 48 + udp)
         if (experiment.network.mtu or 1500) < need:
             raise WorkloadError(f"{experiment.file}: [flows] payload_bytes = {payload} needs "
                                 f"[network] mtu = {need} or more (TCP with timestamps: "
-                                f"payload + 52; SCTP: payload + 48)")
+                                f"payload + 52; SCTP: payload + 48"
+                                + (", and 8 more inside UDP on usrsctp)" if udp else ")"))
 
     def order(self, experiment: Experiment, point: Point, prepared: dict[str, str]
               ) -> dict[str, Any]:
         settings: Settings = experiment.settings
         return {"bulkflow": prepared.get("bulkflow"), "pairs": point.get("pairs"),
+                "sctp_stack": point.get("sctp_stack"),
                 "settings": vars(settings), "seed": experiment.seed}
 
     # -- in a simulator instead ----------------------------------------------------------------
@@ -252,6 +278,9 @@ class BulkFlows:
         if experiment.settings.stacks != (DEFAULT_STACK,):
             raise reader.fail("matrix.stacks", "a kernel's stack profiles do not reach ns-2's "
                                                "agents: drop stacks for the simulator")
+        if experiment.settings.sctp_stacks != (KERNEL_SCTP,):
+            raise reader.fail("matrix.sctp_stacks", "ns-2 has its own SCTP agent: drop "
+                                                    "sctp_stacks for the simulator")
 
     def simulate(self, simulator: str, run: dict[str, Any], run_dir: Path,
                  record: dict[str, Any]) -> None:
@@ -267,6 +296,8 @@ class BulkFlows:
         order = run["workload"]
         settings = Settings(**order["settings"])
         flows = plan_flows(order["pairs"], settings, run["id"])
+        sctp_stack = order.get("sctp_stack") or KERNEL_SCTP
+        record["sctp_stack"] = sctp_stack
         pcap_partial = Path(run["pcap"] + ".partial")
         receivers: dict[str, Any] = {}
         senders: dict[str, Any] = {}
@@ -276,7 +307,8 @@ class BulkFlows:
             for flow in flows:
                 argv = procedure.bulk_receiver_argv(
                     order["bulkflow"], flow["proto"], flow["address"], flow["port"],
-                    receiver_options(settings, run["timeout_s"]))
+                    receiver_options(settings, run["timeout_s"])
+                    + _stack_options(flow, sctp_stack))
                 receivers[flow["receiver"]] = (argv, procedure.launch_logged(
                     net.node(flow["receiver"]).popen, argv,
                     run_dir / f"receiver-{flow['receiver']}.jsonl"))
@@ -296,7 +328,8 @@ class BulkFlows:
                 argv = procedure.bulk_sender_argv(
                     order["bulkflow"], flow["proto"], flow["address"], flow["port"],
                     settings.duration_s, start_at + flow["offset_s"],
-                    sender_options(settings, flow["proto"], run["timeout_s"]))
+                    sender_options(settings, flow["proto"], run["timeout_s"])
+                    + _stack_options(flow, sctp_stack))
                 senders[flow["sender"]] = procedure.launch_logged(
                     net.node(flow["sender"]).popen, argv,
                     run_dir / f"sender-{flow['sender']}.jsonl")
@@ -422,6 +455,10 @@ def sender_options(settings: Settings, proto: str, timeout_s: float) -> list[str
     if settings.rcvbuf_bytes:
         options += ["--sndbuf", str(2 * settings.rcvbuf_bytes)]
     return options
+
+
+def _stack_options(flow: dict[str, Any], sctp_stack: str) -> list[str]:
+    return procedure.sctp_stack_options(sctp_stack) if flow["proto"] == "sctp" else []
 
 
 def _error_of(run_dir: Path, name: str) -> str:

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from analysis import html  # noqa: E402
 from analysis.results import FINISHED, ResultSet, named_runs  # noqa: E402
 from experiments.stacks import DEFAULT_STACK  # noqa: E402
-from experiments.workloads.base import read_events  # noqa: E402
+from experiments.workloads.base import KERNEL_SCTP, read_events  # noqa: E402
 
 if TYPE_CHECKING:
     from analysis.report import Report
@@ -42,11 +42,14 @@ def series_of(bottleneck: str) -> str:
 
 
 def group_of(row: dict[str, Any]) -> str:
-    """What a line and a figure stand for: the TCP profile, and the stack where it is not
-    today's (result sets from before the stack axis have none)."""
+    """What a line and a figure stand for: the TCP profile, and the stack and the SCTP stack
+    where they are not today's and the kernel's (result sets from before those axes have
+    none)."""
     stack = str(row.get("stack") or DEFAULT_STACK)
-    profile = str(row.get("profile"))
-    return profile if stack == DEFAULT_STACK else f"{profile} / {stack}"
+    sctp_stack = str(row.get("sctp_stack") or KERNEL_SCTP)
+    parts = [str(row.get("profile"))] + ([stack] if stack != DEFAULT_STACK else []) \
+        + ([sctp_stack] if sctp_stack != KERNEL_SCTP else [])
+    return " / ".join(parts)
 
 
 def metric_definition(results: ResultSet) -> str:
@@ -79,7 +82,8 @@ def _rows(results: ResultSet) -> list[dict[str, Any]]:
 
 def tables(results: ResultSet) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """fairness.csv: one row per point with every metric's mean and 90% half-width."""
-    columns = ["profile", "stack", "bottleneck", "pairs", "rate_bps", "n", "status"]
+    columns = ["profile", "stack", "sctp_stack", "bottleneck", "pairs", "rate_bps", "n",
+               "status"]
     for metric, _ in METRICS:
         columns += [f"{metric}_mean", f"{metric}_ci90_half"]
     rates = _rates(results)
@@ -273,7 +277,7 @@ def _tables_html(results: ResultSet) -> str:
                          *[f"{_short(row, f'tcp_{k}')} / {_short(row, f'sctp_{k}')}"
                            for k in ("timeouts", "needless_rtx")], row.get("status")])
         parts.append(f"<h3>Bottlenecks {html.esc(series)}-n</h3>" + html.table(
-            ["flows", "bottleneck", "Mbit/s", "TCP profile (/ stack)", "runs",
+            ["flows", "bottleneck", "Mbit/s", "TCP profile (/ stack / SCTP stack)", "runs",
              *[label for _, label in METRICS], "timeouts per flow, TCP / SCTP",
              "needless retransmissions per flow, TCP / SCTP", "status"], rows))
     return "".join(parts)
