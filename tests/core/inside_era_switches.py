@@ -68,12 +68,20 @@ ACK_DROPS = {"abc-on": 2, "abc-off": 2}
 # the hole come 58 ms apart, so a T3 left running and one restarted expire 116 ms or more apart.
 TWICE_LOST_TSN_BYTE = {"t3-keep": 0x80, "t3-restart": 0x80}
 CHUNK = 1400          # one SCTP message, one DATA chunk, one packet
+# ... and their receiver's window holds 8 chunks (SO_RCVBUF: Linux's SCTP advertises half the
+# doubled buffer), so the bottleneck's queue never holds more than 0.5 s of them, under the 1 s
+# RTO: a copy that passes arrives before T3 fires again. With the default 104 KB window the queue
+# grew to 4 s, the third copy arrived after T3 had sent a fourth and fifth, and the drop filter's
+# count (every third match passes) no longer lined up with the next chosen chunk (one CI run).
+RECEIVE_BUFFER = {"t3-keep": 8 * 1400, "t3-restart": 8 * 1400}
 PAUSE_S = 1.0         # between bursts: every chunk acknowledged; far under hb_interval (30 s)
 
 RECEIVE = ("import socket, sys\n"
            "kind = socket.IPPROTO_SCTP if sys.argv[1] == 'sctp' else 0\n"
            "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, kind)\n"
            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+           "if int(sys.argv[4]):\n"
+           "    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(sys.argv[4]))\n"
            "s.bind((sys.argv[2], int(sys.argv[3]))); s.listen(1)\n"
            "print('ready', flush=True)\n"
            "c, _ = s.accept(); total = 0\n"
@@ -162,16 +170,17 @@ def drop_twice(router: str, device: str, tsn_byte: int) -> None:
        "action", "gact", "drop", "random", "determ", "ok", "3")
 
 
-def transfer(sender: str, receiver: str, transport: str, shape: str, pcap: Path
-             ) -> tuple[int, int]:
-    """One transfer of `shape`, captured at the sender into `pcap`: (bytes the receiver got,
+def transfer(sender: str, receiver: str, transport: str, shape: str, pcap: Path,
+             receive_buffer: int = 0) -> tuple[int, int]:
+    """One transfer of `shape`, captured at the sender into `pcap`, to a receiver with
+    `receive_buffer` as its SO_RCVBUF (0: the stack's default): (bytes the receiver got,
     packets tcpdump's buffer dropped)."""
     capture = subprocess.Popen(["ip", "netns", "exec", sender, "tcpdump", "-i", "s0", "-s", "0",
                                 "-U", "-n", "-w", str(pcap), transport],
                                stderr=subprocess.PIPE, text=True)
     capture.stderr.readline()                       # "listening on s0 ..."
     listener = subprocess.Popen(["ip", "netns", "exec", receiver, PYTHON, "-c", RECEIVE,
-                                 transport, RECEIVER_IP, str(PORT)],
+                                 transport, RECEIVER_IP, str(PORT), str(receive_buffer)],
                                 stdout=subprocess.PIPE, text=True)
     assert listener.stdout.readline().strip() == "ready"
     sh("ip", "netns", "exec", sender, PYTHON, "-c", SEND, transport, RECEIVER_IP, str(PORT),
@@ -205,9 +214,11 @@ def run_case(case: str, out: Path) -> dict:
                                         **switches})
         set_sysctls(receiver, RECEIVER)
         pcap = out / f"{case}.pcap"
-        received, dropped = transfer(sender, receiver, transport, shape, pcap)
+        received, dropped = transfer(sender, receiver, transport, shape, pcap,
+                                     RECEIVE_BUFFER.get(case, 0))
         return {"capture_dropped": dropped, "transport": transport, "settings": settings,
-                "drop_every": drop_every, "rate": rate, "shape": shape, "received": received}
+                "drop_every": drop_every, "rate": rate, "shape": shape, "received": received,
+                "receive_buffer": RECEIVE_BUFFER.get(case, 0)}
     finally:
         delete(sender, receiver)
 
