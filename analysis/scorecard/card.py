@@ -115,12 +115,19 @@ def _settings_agree(a: Columns, b: Columns) -> bool:
     return all(_unset(a.get(k)) or _unset(b.get(k)) or a.get(k) == b.get(k) for k in SCTP_ONLY)
 
 
+# The SCTP stack a point's SCTP ran on where not the kernel's (bulk-flows' sctp_stack column):
+# a group of its own, so a finding is judged on each SCTP stack apart.
+KERNEL_SCTP = "kernel"
+
+
 def group_of(columns: list[Columns], by_profile: bool) -> str:
     stack = next((str(c["stack"]) for c in columns if c.get("stack")), "")
+    sctp_stacks = sorted({str(c["sctp_stack"]) for c in columns
+                          if not _unset(c.get("sctp_stack")) and c["sctp_stack"] != KERNEL_SCTP})
     profiles = sorted({str(c["profile"]) for c in columns if c.get("profile")})
     tcp = [p for p in profiles if p != SCTP_PROFILE] or profiles
     settings = sorted({str(c[k]) for c in columns for k in SCTP_ONLY if not _unset(c.get(k))})
-    parts = [stack, *settings] + ([] if not by_profile else ["+".join(tcp)])
+    parts = [stack, *sctp_stacks, *settings] + ([] if not by_profile else ["+".join(tcp)])
     return " / ".join(p for p in parts if p) or "-"
 
 

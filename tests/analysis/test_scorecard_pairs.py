@@ -49,3 +49,11 @@ def test_two_sctp_variants_pair_only_under_one_setting():
 def test_points_of_two_stacks_never_pair():
     other = [point("sctp-ms", "linux-pf", "sctp", stack="published")]
     assert _pairs(claim("tcp", "sctp-ms"), [POINTS[0], *other]) == []
+
+
+def test_points_on_usrsctp_are_a_group_of_their_own():
+    kernel = {"key": "geo-2", "bottleneck": "geo-2", "profile": "tcp-sack-reno", "stack": "linux",
+              "sctp_stack": "kernel"}
+    usrsctp = {**kernel, "key": "geo-2_usrsctp", "sctp_stack": "usrsctp"}
+    assert group_of([kernel], by_profile=True) == "linux / tcp-sack-reno"
+    assert group_of([usrsctp], by_profile=True) == "linux / usrsctp / tcp-sack-reno"
