@@ -49,6 +49,16 @@ def harness(*args: str, timeout: float = 1800,
                           env={**os.environ, **(env or {})})
 
 
+def run_in_virtual_time(experiment: str, results: Path, folder: str, timeout: float = 1800,
+                        env: dict[str, str] | None = None) -> Path:
+    """`testbed run EXPERIMENT` on the virtual-time kernel into `results`, which must succeed:
+    the experiment's results folder (`folder`, its name)."""
+    run = harness("run", experiment, "--kernel", "uml-virtual", "--results", str(results),
+                  timeout=timeout, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return results / folder
+
+
 @pytest.fixture(scope="session")
 def smoke(tmp_path_factory) -> Path:
     """The smoke experiment, end to end, into a results root of its own."""

@@ -13,7 +13,7 @@ import pytest
 from experiments.benchmarks.capture_of_headers import compare
 from experiments.procedure import HEADERS_SNAPLEN, WHOLE_SNAPLEN
 from experiments.tshark.pcap_records import pcap_format, records
-from tests.harness.conftest import REPO, harness, rows
+from tests.harness.conftest import REPO, rows, run_in_virtual_time
 
 MS = 0.001
 
@@ -36,10 +36,8 @@ def headers_run(tmp_path_factory) -> Path:
     experiment.write_text(text)
     # the inf-cpu clock: under wall-cpu a busy host's computing time lands between the pcap's
     # stamps and the client's (past the 1 ms allowed, once, in CI's serial phase)
-    run = harness("run", str(experiment), "--kernel", "uml-virtual", "--results",
-                  str(scratch / "results"), timeout=1800, env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
-    assert run.returncode == 0, run.stderr[-3000:]
-    return scratch / "results" / "headers"
+    return run_in_virtual_time(str(experiment), scratch / "results", "headers",
+                               env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
 
 
 def test_every_run_wrote_every_packet_it_was_handed_into_its_pcap(headers_run):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.conftest import REPO, harness, rows
+from tests.harness.conftest import REPO, rows, run_in_virtual_time
 
 FAILED_AT_S, BACK_AT_S = 6.0, 16.0
 RTO_MIN_S = 1.0          # Linux SCTP's rto_min: no timeout comes sooner after T3's start
@@ -45,10 +45,7 @@ def failover(tmp_path_factory) -> Path:
         text = text.replace(block[:block.index("\n\n") + 2], "")
     experiment = scratch / "cut.toml"
     experiment.write_text(text)
-    run = harness("run", str(experiment), "--kernel", "uml-virtual", "--results",
-                  str(scratch / "results"), timeout=1800)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return scratch / "results" / "cut"
+    return run_in_virtual_time(str(experiment), scratch / "results", "cut")
 
 
 def by_setting(results: Path) -> dict[str, list[dict[str, str]]]:

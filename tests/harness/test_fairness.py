@@ -16,7 +16,7 @@ import pytest
 from experiments.tshark import fields
 from experiments.tshark.transport import sctp_frames
 from tests.conftest import default_sigint
-from tests.harness.conftest import PYTHON, REPO, harness, rows
+from tests.harness.conftest import PYTHON, REPO, harness, rows, run_in_virtual_time
 
 RUN_LIMIT_S = 1800
 
@@ -25,10 +25,7 @@ RUN_LIMIT_S = 1800
 @pytest.fixture(scope="module")
 def fairness(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("fairness")
-    run = harness("run", "fairness-smoke", "--kernel", "uml-virtual", "--results",
-                  str(results), timeout=RUN_LIMIT_S)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return results / "fairness-smoke"
+    return run_in_virtual_time("fairness-smoke", results, "fairness-smoke", RUN_LIMIT_S)
 
 
 def test_every_run_counts_and_measures_the_study_s_numbers(fairness):

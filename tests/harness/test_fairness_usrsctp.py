@@ -11,7 +11,7 @@ import pytest
 
 from experiments.tshark import fields
 from experiments.tshark.transport import sctp_frames
-from tests.harness.conftest import harness, rows
+from tests.harness.conftest import rows, run_in_virtual_time
 
 RUN_LIMIT_S = 900
 SENDER, RECEIVER = "10.1.2.1", "10.2.2.1"   # pair 2: the SCTP flow
@@ -20,10 +20,8 @@ SENDER, RECEIVER = "10.1.2.1", "10.2.2.1"   # pair 2: the SCTP flow
 @pytest.fixture(scope="module")
 def fairness(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("fairness-usrsctp")
-    run = harness("run", "fairness-usrsctp-smoke", "--kernel", "uml-virtual", "--results",
-                  str(results), timeout=RUN_LIMIT_S)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return results / "fairness-usrsctp-smoke"
+    return run_in_virtual_time("fairness-usrsctp-smoke", results, "fairness-usrsctp-smoke",
+                               RUN_LIMIT_S)
 
 
 def events(folder: Path, name: str) -> list[dict]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.conftest import harness
+from tests.harness.conftest import harness, run_in_virtual_time
 
 RATE_BPS = 3_000_000
 RTT_S = 0.080
@@ -24,10 +24,8 @@ def http_smoke(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("results")
     # the inf-cpu clock: under wall-cpu a busy host's computing time lands between the pcap's
     # stamp of an object's last byte and httpc's (22 ms of 20 allowed, once, in CI)
-    run = harness("run", "http-smoke", "--kernel", "uml-virtual", "--results", str(results),
-                  timeout=1800, env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
-    assert run.returncode == 0, run.stderr[-3000:]
-    return results / "http-smoke"
+    return run_in_virtual_time("http-smoke", results, "http-smoke",
+                               env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
 
 
 def runs(results: Path) -> list[dict[str, str]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.conftest import harness
+from tests.harness.conftest import harness, run_in_virtual_time
 from topology.net.path import SERVER_IP
 
 RATE_BPS = 1_536_000
@@ -24,10 +24,7 @@ FILE_BYTES = 1 << 20
 @pytest.fixture(scope="module")
 def xftp_smoke(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("results")
-    run = harness("run", "xftp-smoke", "--kernel", "uml-virtual", "--results", str(results),
-                  timeout=1800)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return results / "xftp-smoke"
+    return run_in_virtual_time("xftp-smoke", results, "xftp-smoke")
 
 
 def runs(results: Path) -> list[dict[str, str]]:
