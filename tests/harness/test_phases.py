@@ -17,6 +17,10 @@ MS = 0.001
 # the client's clock lags the wire by a scheduling delay: under 1 ms for most files on a quiet
 # machine, and a median of 1.3 ms was seen on CI's loaded one
 CLIENT_LAG_MEDIAN_S = 3 * MS
+# ... and, for a file, by the client's own writing of the file before it reads the 226 (write,
+# close and rename on the kernel's hostfs root, localfile.c sink_finish): on a busy host 57 ms
+# for one file, and every file of that run 77 to 101 ms late (sctp-ms-cp, one CI run)
+CLIENT_LAG_MAX_S = 250 * MS
 
 
 
@@ -60,7 +64,8 @@ def client_file_ends(run_dir: Path) -> list[float]:
 def test_each_file_ends_where_the_client_says_it_did(smoke, runs):
     """The pcap's instants and the client's clock: the client reads a packet a scheduling
     delay after it arrived, so the two agree within a few ms on a loaded machine and within
-    1 ms for most files."""
+    1 ms for most files; the client's own writing of a file can add tens of ms before it
+    reads the 226."""
     gaps = []
     for run in runs:
         ends = [float(r["end_s"]) for r in phases(smoke, run)[1:]]
@@ -68,7 +73,7 @@ def test_each_file_ends_where_the_client_says_it_did(smoke, runs):
         assert len(client) == len(ends), run["run_id"]
         gaps += [abs(a - b) for a, b in zip(ends, client, strict=True)]
     assert sorted(gaps)[len(gaps) // 2] <= CLIENT_LAG_MEDIAN_S
-    assert max(gaps) <= 100 * MS
+    assert max(gaps) <= CLIENT_LAG_MAX_S
 
 
 def by_variant(runs: list[dict[str, str]], loss: str) -> dict[str, list[dict[str, str]]]:
