@@ -73,7 +73,7 @@ CHUNK = 1400          # one SCTP message, one DATA chunk, one packet
 # RTO: a copy that passes arrives before T3 fires again. With the default 104 KB window the queue
 # grew to 4 s, the third copy arrived after T3 had sent a fourth and fifth, and the drop filter's
 # count (every third match passes) no longer lined up with the next chosen chunk (one CI run).
-RECEIVE_BUFFER = {"t3-keep": 8 * 1400, "t3-restart": 8 * 1400}
+RECEIVE_BUFFER = {"t3-keep": 8 * CHUNK, "t3-restart": 8 * CHUNK}
 PAUSE_S = 1.0         # between bursts: every chunk acknowledged; far under hb_interval (30 s)
 
 RECEIVE = ("import socket, sys\n"
@@ -213,12 +213,11 @@ def run_case(case: str, out: Path) -> dict:
         settings = set_sysctls(sender, {**(TCP_BASE if transport == "tcp" else {}),
                                         **switches})
         set_sysctls(receiver, RECEIVER)
-        pcap = out / f"{case}.pcap"
-        received, dropped = transfer(sender, receiver, transport, shape, pcap,
-                                     RECEIVE_BUFFER.get(case, 0))
+        pcap, receive_buffer = out / f"{case}.pcap", RECEIVE_BUFFER.get(case, 0)
+        received, dropped = transfer(sender, receiver, transport, shape, pcap, receive_buffer)
         return {"capture_dropped": dropped, "transport": transport, "settings": settings,
                 "drop_every": drop_every, "rate": rate, "shape": shape, "received": received,
-                "receive_buffer": RECEIVE_BUFFER.get(case, 0)}
+                "receive_buffer": receive_buffer}
     finally:
         delete(sender, receiver)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,14 +50,17 @@ def harness(*args: str, timeout: float = 1800,
                           env={**os.environ, **(env or {})})
 
 
-def run_in_virtual_time(experiment: str, results: Path, folder: str, timeout: float = 1800,
+def run_in_virtual_time(experiment: str, results: Path, timeout: float = 1800,
                         env: dict[str, str] | None = None) -> Path:
-    """`testbed run EXPERIMENT` on the virtual-time kernel into `results`, which must succeed:
-    the experiment's results folder (`folder`, its name)."""
+    """`testbed run EXPERIMENT` (a name in experiments/ or a .toml file) on the virtual-time
+    kernel into `results`, which must succeed: the experiment's results folder, named by its
+    `name`."""
     run = harness("run", experiment, "--kernel", "uml-virtual", "--results", str(results),
                   timeout=timeout, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
-    return results / folder
+    name = (tomllib.loads(Path(experiment).read_text())["name"]
+            if experiment.endswith(".toml") else experiment)
+    return results / name
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,7 @@ def headers_run(tmp_path_factory) -> Path:
     experiment.write_text(text)
     # the inf-cpu clock: under wall-cpu a busy host's computing time lands between the pcap's
     # stamps and the client's (past the 1 ms allowed, once, in CI's serial phase)
-    return run_in_virtual_time(str(experiment), scratch / "results", "headers",
+    return run_in_virtual_time(str(experiment), scratch / "results",
                                env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
 
 

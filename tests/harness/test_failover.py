@@ -45,7 +45,7 @@ def failover(tmp_path_factory) -> Path:
         text = text.replace(block[:block.index("\n\n") + 2], "")
     experiment = scratch / "cut.toml"
     experiment.write_text(text)
-    return run_in_virtual_time(str(experiment), scratch / "results", "cut")
+    return run_in_virtual_time(str(experiment), scratch / "results")
 
 
 def by_setting(results: Path) -> dict[str, list[dict[str, str]]]:

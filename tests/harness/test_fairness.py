@@ -25,7 +25,7 @@ RUN_LIMIT_S = 1800
 @pytest.fixture(scope="module")
 def fairness(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("fairness")
-    return run_in_virtual_time("fairness-smoke", results, "fairness-smoke", RUN_LIMIT_S)
+    return run_in_virtual_time("fairness-smoke", results, RUN_LIMIT_S)
 
 
 def test_every_run_counts_and_measures_the_study_s_numbers(fairness):

@@ -20,8 +20,7 @@ SENDER, RECEIVER = "10.1.2.1", "10.2.2.1"   # pair 2: the SCTP flow
 @pytest.fixture(scope="module")
 def fairness(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("fairness-usrsctp")
-    return run_in_virtual_time("fairness-usrsctp-smoke", results, "fairness-usrsctp-smoke",
-                               RUN_LIMIT_S)
+    return run_in_virtual_time("fairness-usrsctp-smoke", results, RUN_LIMIT_S)
 
 
 def events(folder: Path, name: str) -> list[dict]:

@@ -24,8 +24,7 @@ def http_smoke(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("results")
     # the inf-cpu clock: under wall-cpu a busy host's computing time lands between the pcap's
     # stamp of an object's last byte and httpc's (22 ms of 20 allowed, once, in CI)
-    return run_in_virtual_time("http-smoke", results, "http-smoke",
-                               env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
+    return run_in_virtual_time("http-smoke", results, env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
 
 
 def runs(results: Path) -> list[dict[str, str]]:

@@ -24,7 +24,7 @@ FILE_BYTES = 1 << 20
 @pytest.fixture(scope="module")
 def xftp_smoke(tmp_path_factory) -> Path:
     results = tmp_path_factory.mktemp("results")
-    return run_in_virtual_time("xftp-smoke", results, "xftp-smoke")
+    return run_in_virtual_time("xftp-smoke", results)
 
 
 def runs(results: Path) -> list[dict[str, str]]:
