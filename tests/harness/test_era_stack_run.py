@@ -128,13 +128,17 @@ def test_the_era_s_server_opens_the_data_connections(results):
 def test_the_era_s_226_does_not_wait_for_the_end_to_be_acknowledged(results):
     """From the file's last byte to its 226, at the client (phases close and reply): today's
     ftpd replies once the client acknowledged the end, a round trip after the FIN (tcp) or two
-    after the last chunk (sctp-naive: SHUTDOWN, then its ACK); FreeBSD's at once."""
+    after the last chunk (sctp-naive: SHUTDOWN, then its ACK); FreeBSD's at once. A 226 sent on
+    the client's acknowledgement reaches the client a round trip after the end at the
+    earliest, so the era's must come well inside one; what it takes there is ftpd's own time
+    between its last write and its reply (its file's close and its log line), under a
+    millisecond here, 19 ms once in CI."""
     after = {}
     for row in rows(results):
         spent = float(row["phase_close_s"]) + float(row["phase_reply_s"])
         after.setdefault((row["variant"], row["stack"]), []).append(spent)
     rtt = 2 * HALF_RTT_S
-    assert all(s < 0.25 * rtt for s in after[("tcp", "freebsd-4.6")] +
+    assert all(s < 0.75 * rtt for s in after[("tcp", "freebsd-4.6")] +
                after[("sctp-naive", "freebsd-4.6")]), after
     assert all(s > 0.9 * rtt for s in after[("tcp", "linux")]), after
     assert all(s > 1.9 * rtt for s in after[("sctp-naive", "linux")]), after
