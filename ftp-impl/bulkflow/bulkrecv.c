@@ -15,6 +15,7 @@
 #include "bulkfail.h"
 #include "events.h"
 #include "sockstats.h"
+#include "stackevents.h"
 #include "str.h"
 #include "sysutil.h"
 
@@ -60,7 +61,7 @@ static int listen_ready(struct receiver *r) {
   }
   ev_begin(&e, "ready");
   ev_str(&e, "proto", xp_proto_name(o->proto));
-  ss_stack_fields(&e, &l, &o->xp);
+  xp_stack_fields(&e, &l, &o->xp);
   add_addr(&e, "listen", &a);
   ev_int(&e, "rcvbuf", rcvbuf);
   ev_end(&e);
@@ -96,7 +97,7 @@ static int accept_one(struct receiver *r) {
   r->lfd = -1;
   ev_begin(&e, "accepted");
   ev_str(&e, "proto", xp_proto_name(o->proto));
-  ss_stack_fields(&e, &r->c, &o->xp);
+  xp_stack_fields(&e, &r->c, &o->xp);
   add_addr(&e, "peer", &peer);
   if (xp_local_addr(&r->c, &local) == 0) {
     add_addr(&e, "local", &local);
@@ -228,7 +229,7 @@ static void emit_end(const struct receiver *r) {
     ev_null(&e, "duration_s");
   }
   ss_counts_fields(&e, &r->counts);
-  ss_stack_end_fields(&e, r->o->proto, &r->o->xp);
+  xp_stack_end_fields(&e, r->o->proto, &r->o->xp);
   if (r->counts_t > 0) {
     ev_num(&e, "counts_t", r->counts_t);
   } else {

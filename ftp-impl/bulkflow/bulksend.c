@@ -16,6 +16,7 @@
 #include "bulkfail.h"
 #include "events.h"
 #include "sockstats.h"
+#include "stackevents.h"
 #include "str.h"
 #include "sysutil.h"
 
@@ -93,7 +94,7 @@ static void emit_connected(const struct sender *s, double t_connect,
   struct event e;
   ev_begin_at(&e, "connected", s->t_start);
   ev_str(&e, "proto", xp_proto_name(o->proto));
-  ss_stack_fields(&e, &s->c, &o->xp);
+  xp_stack_fields(&e, &s->c, &o->xp);
   add_addrs(&e, &s->c);
   if (o->has_start_at) {
     ev_num(&e, "start_at", o->start_at);
@@ -257,7 +258,7 @@ static void emit_end(const struct sender *s, double t_end, double drain_s,
   ev_num(&e, "drain_s", drain_s);
   ev_bool(&e, "delivered_confirmed", confirmed);
   ev_u64(&e, "backoffs", s->backoffs);
-  ss_stack_end_fields(&e, s->o->proto, &s->o->xp);
+  xp_stack_end_fields(&e, s->o->proto, &s->o->xp);
   ev_end(&e);
 }
 

@@ -13,7 +13,6 @@
 #include "str.h"
 #include "sysutil.h"
 #include "usx.h"
-#include "usxsysctl.h"
 
 /* Linux's TCP_INFINITE_SSTHRESH: no loss seen yet. */
 #define SS_SSTHRESH_INFINITE 0x7fffffffu
@@ -333,43 +332,4 @@ int64_t ss_rcvbuf(const struct xp_conn *c) {
     return us.rcvbuf;
   }
   return sockopt_or_unknown(c->fd, SOL_SOCKET, SO_RCVBUF);
-}
-
-/* Every sysctl of usxsysctl.h's table as usrsctp holds it, NAME=VALUE. */
-static void usrsctp_sysctls(struct event *e) {
-  size_t i;
-  ev_array_begin(e, "usrsctp_sysctls");
-  for (i = 0; i < usx_sysctl_count(); i++) {
-    char item[96];
-    if (str_fmt(item, sizeof item, "%s=%u", usx_sysctl_name(i),
-                (unsigned)usx_sysctl_get(i)) == 0) {
-      ev_array_str(e, item);
-    }
-  }
-  ev_array_end(e);
-}
-
-void ss_stack_fields(struct event *e, const struct xp_conn *c,
-                     const struct xp_opts *o) {
-  struct usx_settings us;
-  ev_str(e, "stack", xp_stack_name(c));
-  if (!usx_is(c->fd)) {
-    return;
-  }
-  usx_settings(c->fd, &us);
-  field(e, "path_mtu", us.path_mtu);
-  usrsctp_sysctls(e);
-  ev_int(e, "udp_port", o->udp_port > 0 ? o->udp_port : USX_DEFAULT_UDP_PORT);
-  if (o->peer_udp_port > 0) {
-    ev_int(e, "peer_udp_port", o->peer_udp_port);
-  } else {
-    ev_null(e, "peer_udp_port");
-  }
-}
-
-void ss_stack_end_fields(struct event *e, enum xp_proto p,
-                         const struct xp_opts *o) {
-  if (p == XP_SCTP && o->stack == XP_STACK_USRSCTP) {
-    ev_u64(e, "watch_wakeups", usx_watch_wakeups());
-  }
 }

@@ -54,13 +54,6 @@ struct ss_counts {
 int ss_recv_counts(const struct xp_conn *c, struct ss_counts *k);
 /* The receive buffer the socket holds, or -1. */
 int64_t ss_rcvbuf(const struct xp_conn *c);
-/* Whose stack carries the connection ("stack": kernel or usrsctp) and, for
- * usrsctp, its UDP ports as the options set them. */
-void ss_stack_fields(struct event *e, const struct xp_conn *c,
-                     const struct xp_opts *o);
-/* At the end, on usrsctp: the wakeups its upcall missed (usx.h). */
-void ss_stack_end_fields(struct event *e, enum xp_proto p,
-                         const struct xp_opts *o);
 void ss_counts_fields(struct event *e, const struct ss_counts *k);
 
 #endif
