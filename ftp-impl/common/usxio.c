@@ -185,6 +185,43 @@ void usx_await_peer_end(struct usx_sock *s) {
   }
 }
 
+/* A close that this end begins: the kernel's SCTP sends the SHUTDOWN and
+ * completes it after the program has gone, usrsctp's threads go with the
+ * program. So the SHUTDOWN is sent here and its end awaited, for at most
+ * USX_PEER_END_MS (ftpc's control association after the 221: without it,
+ * no SHUTDOWN left, the server retransmitted its last reply a second later
+ * and the next usrsctp on the port answered ABORT). A listener, or an
+ * association already ended, refuses the shutdown and is not waited for. */
+static void await_own_end(struct usx_sock *s) {
+  int64_t deadline = sys_mono_ms() + USX_PEER_END_MS;
+  char sink[512];
+  if (usrsctp_shutdown(s->so, SHUT_WR) != 0) {
+    return;
+  }
+  while (!atomic_load(&s->shutdown_complete)) {
+    unsigned sid;
+    int eor;
+    ssize_t rc = recv_once(s, sink, sizeof sink, &sid, &eor);
+    if (rc == 0 || (rc < 0 && errno != EWOULDBLOCK && errno != EAGAIN)) {
+      return; /* the association is gone */
+    }
+    if (rc < 0 && usx_wait_efd(s->fd, sys_ms_left(deadline)) == 0) {
+      return;
+    }
+  }
+}
+
+void usx_end_association(struct usx_sock *s) {
+  if (atomic_load(&s->shutdown_complete)) {
+    return;
+  }
+  if (atomic_load(&s->peer_shutdown)) {
+    usx_await_peer_end(s);
+  } else {
+    await_own_end(s);
+  }
+}
+
 ssize_t usx_recv(int fd, void *p, size_t n, unsigned *sid, int *eor, int wait) {
   int64_t deadline;
   struct usx_sock *s = owned_until(fd, &deadline);

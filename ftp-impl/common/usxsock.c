@@ -542,7 +542,7 @@ int usx_connect(const struct addr *dst, const struct addr *src,
 void usx_close(int fd) {
   struct usx_sock *s = usx_find(fd);
   if (s != NULL) {
-    usx_await_peer_end(s);
+    usx_end_association(s);
     usrsctp_close(release(s));
   }
 }

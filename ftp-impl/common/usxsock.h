@@ -46,6 +46,9 @@ void usx_rearm_read(struct usx_sock *s);
 int usx_queued_chunks(struct socket *so, int *frag_point);
 /* Before closing a socket whose peer sent SHUTDOWN: its end, briefly. */
 void usx_await_peer_end(struct usx_sock *s);
+/* Before any close: the association's end, begun by the peer or here,
+ * briefly (usxio.c). */
+void usx_end_association(struct usx_sock *s);
 /* Wait at most timeout_ms (< 0: no limit) for efd; 1, 0 or -1 as poll. */
 int usx_wait_efd(int efd, int timeout_ms);
 
