@@ -9,6 +9,7 @@
 #include "cliparse.h"
 #include "extblock.h"
 #include "str.h"
+#include "usx.h"
 #include "xpargs.h"
 
 static const char usage_text[] =
@@ -40,6 +41,12 @@ static const char usage_text[] =
     "                        beside --bind's (multihoming; up to 4)\n"
     "  --sctp-also-peer ADDR another address of the server every association\n"
     "                        is opened to, beside HOST's or PASV's (up to 4)\n"
+    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
+    "                        speaks it inside UDP (RFC 6951)\n"
+    "  --sctp-udp-port PORT  usrsctp: its own UDP port (default 9899)\n"
+    "  --sctp-peer-udp-port PORT   usrsctp: the server's UDP port (default\n"
+    "                        9899)\n"
+    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n"
     "Events go to stdout as JSON lines; errors to stderr; exit 0 only if all\n"
     "commands succeeded.\n";
 
@@ -168,11 +175,12 @@ static void check_commands(const struct cli_spec *spec, char **w, int n) {
 
 void copts_parse(int argc, char **argv, struct copts *o) {
   /* "+": stop at the first non-option (HOST), commands follow it. */
-  const struct cli_spec spec = {"ftpc",     usage_text,
-                                "+",        CLI_GETOPT_SAYS | CLI_TERSE,
-                                longopts,   XPA_SOCKET_KNOBS | XPA_MULTIHOMING,
-                                &o->xp,     NULL,
-                                handle_opt, o};
+  const struct cli_spec spec = {
+      "ftpc",     usage_text,
+      "+",        CLI_GETOPT_SAYS | CLI_TERSE,
+      longopts,   XPA_SOCKET_KNOBS | XPA_MULTIHOMING | XPA_SCTP_STACKS,
+      &o->xp,     NULL,
+      handle_opt, o};
   int first;
   memset(o, 0, sizeof *o);
   xp_opts_default(&o->xp);
@@ -197,6 +205,10 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   o->cmds = argv + first + 1;
   o->ncmds = argc - first - 1;
   check_commands(&spec, o->cmds, o->ncmds);
+  xpa_check_stack(copts_sctp(o), &o->xp);
+  if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
+    o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
+  }
   o->xp.io_timeout_s = o->timeout_s;
   /* its one data connection is opened once, at login, by the client */
   if (o->active && o->variant == V_TCP_PIPELINED) {

@@ -224,7 +224,14 @@ int ctrl_pump(struct ctrlconn *cc, int timeout_ms) {
    * system call per message. */
   n = xp_recv_nowait(&cc->c, chunk, RECV_CHUNK, &sid, &eor);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    int rc = sys_wait_fd(cc->c.fd, POLLIN, timeout_ms);
+    int rc;
+    if (timeout_ms == 0) {
+      /* the caller's poll said readable and no message was there: on
+       * usrsctp a socket's eventfd also wakes for what the transport takes
+       * itself (a notification), so this is no timeout */
+      return 0;
+    }
+    rc = sys_wait_fd(cc->c.fd, POLLIN, timeout_ms);
     if (rc == 0) {
       (void)str_copy(cc->error, sizeof cc->error,
                      "timeout waiting for the server");

@@ -55,7 +55,8 @@ void ctrl_close(struct ctrlconn *cc);
 int ctrl_queue(struct ctrlconn *cc, const char *cmd, const char *arg);
 int ctrl_flush(struct ctrlconn *cc);
 int ctrl_send(struct ctrlconn *cc, const char *cmd, const char *arg);
-/* Receive once (waits up to timeout_ms).  1 progress, -1 error (cc->error). */
+/* Receive once (waits up to timeout_ms).  1 progress, -1 error (cc->error);
+ * with timeout_ms 0 (a poll said readable), 0 when nothing was there. */
 int ctrl_pump(struct ctrlconn *cc, int timeout_ms);
 /* Parsed replies waiting. */
 int ctrl_has_reply(const struct ctrlconn *cc);

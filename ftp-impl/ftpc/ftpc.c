@@ -11,6 +11,7 @@
 #include "blockdata.h"
 #include "client.h"
 #include "events.h"
+#include "stackevents.h"
 #include "sysutil.h"
 
 static void on_reply(void *ctx, const struct reply *r) {
@@ -344,6 +345,7 @@ static void finish_events(struct client *cl, int ok) {
   }
   ev_begin(&e, "session_end");
   ev_str(&e, "status", !ok ? "error" : cl->skipped ? "partial" : "ok");
+  xp_stack_end_fields(&e, cl->proto, &cl->o->xp);
   ev_end(&e);
 }
 
@@ -379,6 +381,7 @@ int main(int argc, char **argv) {
     cl.cc.reply_ctx = &cl;
     ev_begin(&e, "connected");
     ev_str(&e, "transport", xp_proto_name(cl.proto));
+    xp_stack_fields(&e, &cl.cc.c, &o.xp);
     ev_end(&e);
     ok = login(&cl) == 0 && run_commands(&cl) == 0;
     if (ok && command(&cl, "QUIT", "", &r) != 0) {
