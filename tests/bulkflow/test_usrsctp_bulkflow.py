@@ -14,8 +14,7 @@ import pytest
 
 from experiments.workloads.base import USRSCTP_SYSCTLS
 from tests.bulkflow.bulkhelp import SANITIZER_MARKS, Receiver, events, one, run, tshark
-from tests.ftp import ftphelp
-from tests.ftp.kernel import run_in_kernel
+from tests.ftp.kernel import run_script_in_kernel
 
 JOB = Path(__file__).with_name("inside_usrsctp_bulkflow.sh")
 FLOWS = {  # name: (receiver's stack, sender's stack)
@@ -118,11 +117,7 @@ def test_a_sysctl_usrsctp_refuses_fails_the_program_with_its_name(bindir):
 
 @pytest.fixture(scope="module")
 def flows(built, tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("usrsctp-bulkflow")
-    r = run_in_kernel(["bash", str(JOB)], timeout=300,
-                      env={"BIN": ftphelp.IMPL / "build-ubsan", "WORK": work})
-    assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stderr[-3000:]}"
-    return work
+    return run_script_in_kernel(JOB, tmp_path_factory.mktemp("usrsctp-bulkflow"))
 
 
 @pytest.mark.kernel

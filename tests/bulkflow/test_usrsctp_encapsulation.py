@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.bulkflow.bulkhelp import SANITIZER_MARKS, events, one, tshark
-from tests.ftp import ftphelp
-from tests.ftp.kernel import run_in_kernel
+from tests.ftp.kernel import run_script_in_kernel
 
 pytestmark = pytest.mark.kernel
 
@@ -39,12 +38,8 @@ PHASES = ("gso", "nogso")
 @pytest.fixture(scope="module")
 def flow(built, tmp_path_factory) -> Path:
     assert TSCTP.exists(), "usrsctp's tsctp is required: apt-get install libusrsctp-examples"
-    work = tmp_path_factory.mktemp("usrsctp")
-    r = run_in_kernel(["bash", str(JOB)], timeout=180,
-                      env={"BIN": ftphelp.IMPL / "build-ubsan", "WORK": work,
-                           "MESSAGES": MESSAGES, "LENGTH": LENGTH})
-    assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stderr[-3000:]}"
-    return work
+    return run_script_in_kernel(JOB, tmp_path_factory.mktemp("usrsctp"), timeout=180,
+                                env={"MESSAGES": MESSAGES, "LENGTH": LENGTH})
 
 
 def test_every_byte_tsctp_sent_reached_the_kernels_sctp(flow):

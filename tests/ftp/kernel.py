@@ -4,7 +4,7 @@ runner: swap it here."""
 import os
 import subprocess
 
-from tests.ftp.ftphelp import ROOT
+from tests.ftp.ftphelp import IMPL, ROOT
 
 PYTHON = "/usr/bin/python3"
 
@@ -27,3 +27,13 @@ def run_in_kernel(argv, timeout=240, env=None, virtual=False):
 def run_job(job, *args, timeout=240, virtual=False):
     """A Python job file inside the pinned kernel: `job` with `args` on its command line."""
     return run_in_kernel([PYTHON, str(job), *map(str, args)], timeout=timeout, virtual=virtual)
+
+
+def run_script_in_kernel(script, work, timeout=300, env=None):
+    """A test's shell job (`script`) inside the pinned kernel on the UBSan build of the
+    programs (BIN) with its folder WORK, and any more of `env`; fails the test with the job's
+    stderr unless it exits 0. Returns `work`."""
+    r = run_in_kernel(["bash", str(script)], timeout=timeout,
+                      env={"BIN": IMPL / "build-ubsan", "WORK": work, **(env or {})})
+    assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stderr[-3000:]}"
+    return work

@@ -13,7 +13,7 @@ import pytest
 
 from tests.bulkflow.bulkhelp import SANITIZER_MARKS, events, one, tshark
 from tests.ftp import ftphelp
-from tests.ftp.kernel import run_in_kernel
+from tests.ftp.kernel import run_script_in_kernel
 
 JOB = Path(__file__).with_name("inside_usrsctp_ftp.sh")
 SESSIONS = ("naive-passive", "naive-active", "ms", "ms-cp")
@@ -30,11 +30,7 @@ def test_usrsctp_is_refused_for_a_tcp_variant(built):
 
 @pytest.fixture(scope="module")
 def sessions(built, tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("usrsctp-ftp")
-    r = run_in_kernel(["bash", str(JOB)], timeout=300,
-                      env={"BIN": ftphelp.IMPL / "build-ubsan", "WORK": work})
-    assert r.returncode == 0, f"kernel job failed ({r.returncode}):\n{r.stderr[-3000:]}"
-    return work
+    return run_script_in_kernel(JOB, tmp_path_factory.mktemp("usrsctp-ftp"))
 
 
 def digest(path: Path) -> str:
