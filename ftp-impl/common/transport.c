@@ -597,6 +597,10 @@ void xp_close(struct xp_conn *c) {
   c->fd = -1;
 }
 
+int xp_peer_udp_port(const struct xp_conn *c) {
+  return usx_is(c->fd) ? usx_peer_udp_port(c->fd) : 0;
+}
+
 void xp_close_listener(int lfd) {
   if (usx_is(lfd)) {
     usx_close(lfd);

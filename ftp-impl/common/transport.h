@@ -139,6 +139,9 @@ int xp_error(const struct xp_conn *c);
 /* No more sends (TCP FIN / SCTP SHUTDOWN). */
 int xp_shutdown_write(const struct xp_conn *c);
 void xp_close(struct xp_conn *c);
+/* The UDP port the peer's SCTP speaks from (usrsctp's, RFC 6951); 0 for a
+ * connection not inside UDP as far as this end knows (the kernel's). */
+int xp_peer_udp_port(const struct xp_conn *c);
 /* Close a listening socket (xp_listen's descriptor); -1 is ignored. */
 void xp_close_listener(int lfd);
 /* Close with a reset (TCP RST / SCTP ABORT). */

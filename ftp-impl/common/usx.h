@@ -46,9 +46,13 @@ ssize_t usx_recv(int fd, void *p, size_t n, unsigned *sid, int *eor, int wait);
 /* 1 when a send may find room (or the socket failed), 0 after timeout_ms. */
 int usx_wait_writable(int fd, int timeout_ms);
 int usx_error(int fd);
+/* The peer's UDP port, the association's (learned from its packets when it
+ * was accepted); 0 if usrsctp does not say. */
+int usx_peer_udp_port(int fd);
 int usx_shutdown_write(int fd);
-/* After usx_shutdown_write: wait at most `seconds` for the association's
- * end to complete (the peer's SHUTDOWN ACK), then close.  0 if it came. */
+/* Begin the association's end unless the peer has (or answer the peer's),
+ * wait at most `seconds` for it to complete (SHUTDOWN COMPLETE: every byte
+ * acknowledged), then close.  0 if it came. */
 int usx_close_delivered(int fd, int seconds);
 void usx_close(int fd);
 void usx_abort(int fd);

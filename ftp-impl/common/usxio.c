@@ -9,6 +9,7 @@
 
 #include "sysutil.h"
 #include "usx.h"
+#include "usxmtu.h"
 #include "usxsock.h"
 
 /* The socket fd names, or NULL with errno EBADF. */
@@ -151,18 +152,14 @@ static ssize_t recv_once(struct usx_sock *s, void *p, size_t n, unsigned *sid,
   }
 }
 
-/* After the peer's SHUTDOWN, before a close: the association's end (the
- * peer's SHUTDOWN COMPLETE), for at most USX_PEER_END_MS.  usrsctp sends its
- * SHUTDOWN ACK from its own thread after the notification that ended the
- * reading, so a program that closed and exited at once could take it along
- * unsent and leave the peer's SHUTDOWN unanswered (2 of 60 E3 runs). */
-#define USX_PEER_END_MS 5000
-
-void usx_await_peer_end(struct usx_sock *s) {
-  int64_t deadline = sys_mono_ms() + USX_PEER_END_MS;
+/* The association's end (its SHUTDOWN COMPLETE), whoever began it, until
+ * deadline; what arrives meanwhile is dropped.  usrsctp sends its SHUTDOWN
+ * ACK from its own thread after the notification that ended the reading,
+ * so a program that closed and exited at once could take it along unsent
+ * and leave the peer's SHUTDOWN unanswered (2 of 60 E3 runs). */
+static void await_end(struct usx_sock *s, int64_t deadline) {
   char sink[512];
-  while (atomic_load(&s->peer_shutdown) &&
-         !atomic_load(&s->shutdown_complete)) {
+  while (!atomic_load(&s->shutdown_complete)) {
     struct sctp_rcvinfo ri;
     socklen_t ilen = (socklen_t)sizeof ri;
     unsigned itype = 0;
@@ -185,40 +182,27 @@ void usx_await_peer_end(struct usx_sock *s) {
   }
 }
 
-/* A close that this end begins: the kernel's SCTP sends the SHUTDOWN and
- * completes it after the program has gone, usrsctp's threads go with the
- * program. So the SHUTDOWN is sent here and its end awaited, for at most
- * USX_PEER_END_MS (ftpc's control association after the 221: without it,
- * no SHUTDOWN left, the server retransmitted its last reply a second later
- * and the next usrsctp on the port answered ABORT). A listener, or an
- * association already ended, refuses the shutdown and is not waited for. */
-static void await_own_end(struct usx_sock *s) {
-  int64_t deadline = sys_mono_ms() + USX_PEER_END_MS;
-  char sink[512];
-  if (usrsctp_shutdown(s->so, SHUT_WR) != 0) {
-    return;
+/* Our SHUTDOWN, unless the peer sent its own first (then the stack answers
+ * it).  0 when the association is ending; -1 when usrsctp refused: a
+ * listener, or an association already gone. */
+static int begin_end(struct usx_sock *s) {
+  if (atomic_load(&s->peer_shutdown)) {
+    return 0;
   }
-  while (!atomic_load(&s->shutdown_complete)) {
-    unsigned sid;
-    int eor;
-    ssize_t rc = recv_once(s, sink, sizeof sink, &sid, &eor);
-    if (rc == 0 || (rc < 0 && errno != EWOULDBLOCK && errno != EAGAIN)) {
-      return; /* the association is gone */
-    }
-    if (rc < 0 && usx_wait_efd(s->fd, sys_ms_left(deadline)) == 0) {
-      return;
-    }
-  }
+  return usrsctp_shutdown(s->so, SHUT_WR) == 0 || errno == ENOTCONN ? 0 : -1;
 }
 
+/* The kernel's SCTP completes an association's end after the program has
+ * gone; usrsctp's threads go with the program.  So the end is begun (or
+ * answered) and awaited here, for at most USX_PEER_END_MS (ftpc's control
+ * association after the 221: without it, no SHUTDOWN left, the server
+ * retransmitted its last reply a second later and the next usrsctp on the
+ * port answered ABORT). */
+#define USX_PEER_END_MS 5000
+
 void usx_end_association(struct usx_sock *s) {
-  if (atomic_load(&s->shutdown_complete)) {
-    return;
-  }
-  if (atomic_load(&s->peer_shutdown)) {
-    usx_await_peer_end(s);
-  } else {
-    await_own_end(s);
+  if (!atomic_load(&s->shutdown_complete) && begin_end(s) == 0) {
+    await_end(s, sys_mono_ms() + USX_PEER_END_MS);
   }
 }
 
@@ -261,30 +245,16 @@ int usx_shutdown_write(int fd) {
 
 int usx_close_delivered(int fd, int seconds) {
   struct usx_sock *s = owned(fd);
-  int64_t deadline = sys_mono_ms() + (int64_t)seconds * 1000;
-  char sink[512];
+  int done;
   if (s == NULL) {
     return -1;
   }
-  while (!atomic_load(&s->shutdown_complete)) {
-    unsigned sid;
-    int eor;
-    ssize_t rc = recv_once(s, sink, sizeof sink, &sid, &eor);
-    if (rc < 0 && errno != EWOULDBLOCK) {
-      break; /* the association is gone without its SHUTDOWN COMPLETE */
-    }
-    if (rc < 0 && usx_wait_efd(s->fd, sys_ms_left(deadline)) == 0) {
-      break;
-    }
-    if (rc == 0 && !atomic_load(&s->shutdown_complete)) {
-      break; /* the end, read without its notification */
-    }
+  if (!atomic_load(&s->shutdown_complete) && begin_end(s) == 0) {
+    await_end(s, sys_mono_ms() + (int64_t)seconds * 1000);
   }
-  {
-    int done = atomic_load(&s->shutdown_complete);
-    usx_close(fd);
-    return done ? 0 : -1;
-  }
+  done = atomic_load(&s->shutdown_complete);
+  usx_close(fd);
+  return done ? 0 : -1;
 }
 
 /* The first address usrsctp lists (local or the peer's), as a struct addr. */
@@ -302,7 +272,44 @@ static int first_addr(int n, struct sockaddr *all, struct addr *a) {
   return 0;
 }
 
-/* The first of the association's local addresses, or of the peer's. */
+/* Of the n addresses at all, the one on the same host as want, into a with
+ * its port; 0, or -1 if none is. */
+static int listed_as(int n, const struct sockaddr *all, const struct addr *want,
+                     struct addr *a) {
+  const char *p = (const char *)all;
+  int i;
+  for (i = 0; i < n; i++) {
+    const struct sockaddr *one = (const struct sockaddr *)(const void *)p;
+    struct addr at;
+    socklen_t len = one->sa_family == AF_INET6
+                        ? (socklen_t)sizeof(struct sockaddr_in6)
+                        : (socklen_t)sizeof(struct sockaddr_in);
+    memset(&at, 0, sizeof at);
+    memcpy(&at.ss, one, len);
+    at.len = len;
+    if (addr_same_host(&at, want)) {
+      *a = at;
+      return 0;
+    }
+    p += len;
+  }
+  return -1;
+}
+
+static int listed_addr(int fd, int peer, struct addr *a);
+
+/* The association's end here: of the local addresses usrsctp lists, the
+ * kernel's route towards the peer leaves from (usxmtu.h), else the first. */
+static int local_end(int n, struct sockaddr *all, int fd, struct addr *a) {
+  struct addr peer, src;
+  if (n > 1 && listed_addr(fd, 1, &peer) == 0 &&
+      usx_route_source(&peer, &src) == 0 && listed_as(n, all, &src, a) == 0) {
+    return 0;
+  }
+  return first_addr(n, all, a);
+}
+
+/* The first of the peer's addresses, or this end's (local_end). */
 static int listed_addr(int fd, int peer, struct addr *a) {
   struct usx_sock *s = owned(fd);
   struct sockaddr *all = NULL;
@@ -312,7 +319,7 @@ static int listed_addr(int fd, int peer, struct addr *a) {
   }
   n = peer ? usrsctp_getpaddrs(s->so, 0, &all)
            : usrsctp_getladdrs(s->so, 0, &all);
-  rc = first_addr(n, all, a);
+  rc = peer ? first_addr(n, all, a) : local_end(n, all, fd, a);
   if (all != NULL && peer) {
     usrsctp_freepaddrs(all);
   } else if (all != NULL) {
@@ -324,6 +331,24 @@ static int listed_addr(int fd, int peer, struct addr *a) {
 int usx_local_addr(int fd, struct addr *a) { return listed_addr(fd, 0, a); }
 
 int usx_peer_addr(int fd, struct addr *a) { return listed_addr(fd, 1, a); }
+
+int usx_peer_udp_port(int fd) {
+  struct usx_sock *s = owned(fd);
+  struct sctp_udpencaps ue;
+  socklen_t len = (socklen_t)sizeof ue;
+  struct addr peer;
+  if (s == NULL || usx_peer_addr(fd, &peer) != 0 ||
+      peer.len > (socklen_t)sizeof ue.sue_address) {
+    return 0;
+  }
+  memset(&ue, 0, sizeof ue); /* usrsctp asks which of its paths: the peer's */
+  memcpy(&ue.sue_address, &peer.ss, peer.len);
+  if (usrsctp_getsockopt(s->so, IPPROTO_SCTP, SCTP_REMOTE_UDP_ENCAPS_PORT, &ue,
+                         &len) != 0) {
+    return 0;
+  }
+  return ntohs(ue.sue_port);
+}
 
 static enum usx_state state_of(int32_t usrsctp_state) {
   switch (usrsctp_state) {

@@ -354,16 +354,22 @@ static int set_peer_udp_port(struct socket *so, int port) {
                             (socklen_t)sizeof ue);
 }
 
-/* The path's MTU (an IP packet's bytes) for every association of the socket,
- * fixed: usrsctp's own discovery would start from its 1500 (usxmtu.h).  An
- * MTU left unknown (-1) leaves usrsctp's. */
-static int set_path_mtu(struct usx_sock *s, int mtu, int family) {
+/* The path's MTU (an IP packet's bytes), fixed: usrsctp's own discovery
+ * would start from its 1500 (usxmtu.h).  For every association the socket
+ * opens (peer NULL), or for the path to peer of the one it holds.  An MTU
+ * left unknown (-1) leaves usrsctp's. */
+static int set_path_mtu(struct usx_sock *s, int mtu, int family,
+                        const struct addr *peer) {
   struct sctp_paddrparams pp;
   if (mtu <= 0) {
     return 0;
   }
   memset(&pp, 0, sizeof pp);
   pp.spp_assoc_id = SCTP_FUTURE_ASSOC;
+  if (peer != NULL && peer->len <= (socklen_t)sizeof pp.spp_address) {
+    pp.spp_assoc_id = 0; /* a one-to-one socket's association */
+    memcpy(&pp.spp_address, &peer->ss, peer->len);
+  }
   pp.spp_flags = SPP_PMTUD_DISABLE;
   pp.spp_pathmtu = (uint32_t)usx_chunk_room(mtu, family);
   if (usrsctp_setsockopt(s->so, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &pp,
@@ -446,7 +452,7 @@ int usx_listen(const struct addr *a, const struct xp_opts *o, int backlog) {
   if (s == NULL) {
     return -1;
   }
-  if (set_path_mtu(s, usx_mtu_of_local(a), a->ss.ss_family) != 0 ||
+  if (set_path_mtu(s, usx_mtu_of_local(a), a->ss.ss_family, NULL) != 0 ||
       usrsctp_bind(s->so, (struct sockaddr *)(void *)&a->ss, a->len) != 0 ||
       usrsctp_listen(s->so, backlog) != 0) {
     return fail_closed(s);
@@ -480,8 +486,12 @@ int usx_accept(int lfd, const struct xp_opts *o, struct addr *peer) {
     return -1;
   }
   set_so(s, so);
-  s->path_mtu = l->path_mtu; /* the listener's, which its associations took */
-  if (set_conn_opts(s, o) != 0) {
+  /* the listener's MTU, told to the association: usrsctp 0.9.5.0 gives one
+   * it accepts its own 1,500 whatever the listener was told, and this raises
+   * the path's but not the fragmentation point, which only ever lowers (its
+   * chunks stay 1,444 bytes on a 1,548-byte link: PROGRAMS.md) */
+  if (set_conn_opts(s, o) != 0 ||
+      set_path_mtu(s, l->path_mtu, peer->ss.ss_family, peer) != 0) {
     return fail_closed(s);
   }
   usx_rearm_read(s);
@@ -524,7 +534,7 @@ int usx_connect(const struct addr *dst, const struct addr *src,
   if (s == NULL) {
     return -1;
   }
-  if (set_path_mtu(s, usx_mtu_towards(dst), dst->ss.ss_family) != 0 ||
+  if (set_path_mtu(s, usx_mtu_towards(dst), dst->ss.ss_family, NULL) != 0 ||
       (src != NULL && usrsctp_bind(s->so, (struct sockaddr *)(void *)&src->ss,
                                    src->len) != 0)) {
     return fail_closed(s);

@@ -44,8 +44,6 @@ void usx_rearm_read(struct usx_sock *s);
 /* DATA chunks the association holds, unacknowledged or not yet sent, and
  * (if asked) its fragmentation point; -1 if usrsctp does not know it. */
 int usx_queued_chunks(struct socket *so, int *frag_point);
-/* Before closing a socket whose peer sent SHUTDOWN: its end, briefly. */
-void usx_await_peer_end(struct usx_sock *s);
 /* Before any close: the association's end, begun by the peer or here,
  * briefly (usxio.c). */
 void usx_end_association(struct usx_sock *s);

@@ -21,7 +21,7 @@ static void dchan_close(struct dchan *d) {
   if (d->conn.fd >= 0) {
     xp_close(&d->conn);
   }
-  sys_close(d->lfd);
+  xp_close_listener(d->lfd);
   d->lfd = -1;
 }
 
@@ -123,7 +123,7 @@ static int accept_active(struct client *cl, struct dchan *d) {
   if (xp_accept(d->lfd, cl->proto, &cl->o->xp, &d->conn, &peer) != 0) {
     return client_fail(cl, "accept data connection: %s", strerror(errno));
   }
-  sys_close(d->lfd);
+  xp_close_listener(d->lfd);
   d->lfd = -1;
   if (!addr_same_host(&peer, &cl->server)) {
     xp_abort(&d->conn);
@@ -244,7 +244,7 @@ static int expire(struct client *cl, struct dchan *d, struct job *j) {
   if (d->conn.fd >= 0) {
     xp_abort(&d->conn);
   }
-  sys_close(d->lfd);
+  xp_close_listener(d->lfd);
   d->lfd = -1;
   j->expired = 1;
   return open_give_up(cl, &j->r);

@@ -229,7 +229,7 @@ static void close_all(struct xrecv *x) {
       x->lane[i].c.fd = -1;
     }
   }
-  sys_close(x->lfd);
+  xp_close_listener(x->lfd);
   x->lfd = -1;
 }
 
