@@ -237,7 +237,7 @@ void bulkopts_parse(int argc, char **argv, struct bulkopts *o) {
     cli_unexpected_exit(argv[first + 1]);
   }
   require(p.seen, O_PROTO);
-  xpa_check_stack(o->proto == XP_SCTP, &o->xp);
+  xpa_check_stack(o->proto == XP_SCTP, "--proto sctp", &o->xp);
   if (o->mode == BULK_RECV) {
     require(p.seen, O_LISTEN);
     if (o->no_delayed_ack && o->proto == XP_SCTP) {

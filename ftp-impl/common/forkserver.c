@@ -129,6 +129,22 @@ static void child_main(struct server *sv, struct xp_conn *c,
   _exit(0);
 }
 
+/* The connection served here, with the signals as a child has them: a
+ * SIGTERM ends the server mid-session as it would end a child. */
+static void serve_here(struct server *sv, struct xp_conn *c,
+                       const struct addr *peer) {
+  sigset_t blocked;
+  sv->started++;
+  if (sigprocmask(SIG_SETMASK, &sv->old_mask, &blocked) != 0) {
+    die("sigprocmask: %s", strerror(errno));
+  }
+  sv->conf->serve(c, peer);
+  if (sigprocmask(SIG_SETMASK, &blocked, NULL) != 0) {
+    die("sigprocmask: %s", strerror(errno));
+  }
+  sv->ended++;
+}
+
 static void linger(struct server *sv, struct xp_conn *c) {
   struct lingering *l = &sv->lingering[sv->nlingering];
   if (sv->nlingering == LINGER_SLOTS || xp_shutdown_write(c) != 0) {
@@ -190,6 +206,10 @@ static void accept_one(struct server *sv, const struct listener *l) {
     sv->peers[sv->nchildren] = peer;
     sv->children[sv->nchildren++] = 0;
     sv->started++;
+    return;
+  }
+  if (sv->conf->in_process) {
+    serve_here(sv, &c, &peer);
     return;
   }
   fflush(stdout);

@@ -41,6 +41,10 @@ struct forkserver_conf {
   /* After the listeners are open, before "ready": e.g. drop privileges. */
   void (*on_listening)(void);
   const struct forkserver_loop *loop; /* NULL: every connection forks */
+  /* Serve each connection in this process, one at a time, the listeners
+   * unpolled meanwhile: usrsctp's threads and associations do not survive
+   * a fork (usx.h). */
+  int in_process;
 };
 
 /* Prints "listening <proto> ADDR:PORT" per listener, then "ready"; returns

@@ -139,10 +139,16 @@ void xpa_set(int code, const char *arg, struct xp_opts *xp) {
   *(int *)(void *)((char *)xp + d->field) = cli_int(d->name, arg, d->lo, d->hi);
 }
 
-void xpa_check_stack(int sctp, const struct xp_opts *xp) {
+void xpa_check_stack(int sctp, const char *sctp_needs,
+                     const struct xp_opts *xp) {
+  char why[160];
   if (xp->stack == XP_STACK_USRSCTP && !sctp) {
-    cli_usage_exit("--sctp-stack usrsctp: usrsctp is an SCTP stack (--proto "
-                   "sctp)");
+    if (str_fmt(why, sizeof why,
+                "--sctp-stack usrsctp: usrsctp is an SCTP stack (%s)",
+                sctp_needs) != 0) {
+      cli_usage_exit("--sctp-stack usrsctp: usrsctp is an SCTP stack");
+    }
+    cli_usage_exit(why);
   }
   if (xp->stack != XP_STACK_USRSCTP &&
       (xp->udp_port > 0 || xp->peer_udp_port > 0 || xp->usx_sysctls.n > 0)) {

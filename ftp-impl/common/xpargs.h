@@ -41,6 +41,10 @@ enum xpa_index {
    XPA_BIT(XPA_RTO_MIN) | XPA_BIT(XPA_RTO_INITIAL) | XPA_BIT(XPA_RTO_MAX) |    \
    XPA_BIT(XPA_SNDBUF) | XPA_BIT(XPA_RCVBUF))
 
+/* A server's: which stack, its own UDP port and its sysctls; the peer's UDP
+ * port it learns from each association. */
+#define XPA_SCTP_STACK_OWN                                                     \
+  (XPA_BIT(XPA_SCTP_STACK) | XPA_BIT(XPA_UDP_PORT) | XPA_BIT(XPA_USX_SYSCTL))
 /* SCTP multihoming: the further addresses of this end and of the peer. */
 #define XPA_MULTIHOMING (XPA_BIT(XPA_ALSO_BIND) | XPA_BIT(XPA_ALSO_PEER))
 /* The second SCTP stack (usx.h): which stack, usrsctp's UDP ports and its
@@ -58,7 +62,9 @@ int xpa_is(int code);
  * its range is a usage error (cliargs.h: exit 2). */
 void xpa_set(int code, const char *arg, struct xp_opts *xp);
 /* After parsing: the SCTP stack options agree with the protocol (usrsctp is
- * SCTP's; its UDP ports are usrsctp's); a usage error if not. */
-void xpa_check_stack(int sctp, const struct xp_opts *xp);
+ * SCTP's; its UDP ports are usrsctp's); a usage error if not, naming what
+ * the program takes to speak SCTP (sctp_needs, e.g. "--proto sctp"). */
+void xpa_check_stack(int sctp, const char *sctp_needs,
+                     const struct xp_opts *xp);
 
 #endif

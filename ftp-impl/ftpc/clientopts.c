@@ -205,7 +205,7 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   o->cmds = argv + first + 1;
   o->ncmds = argc - first - 1;
   check_commands(&spec, o->cmds, o->ncmds);
-  xpa_check_stack(copts_sctp(o), &o->xp);
+  xpa_check_stack(copts_sctp(o), "an sctp-* --variant", &o->xp);
   if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
     o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
   }

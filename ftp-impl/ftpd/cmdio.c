@@ -75,23 +75,41 @@ static int take_line(struct session *s, char *line, size_t cap,
   return 1;
 }
 
+/* What the control connection holds, once poll says it holds something:
+ * on usrsctp a notification wakes the poll too, and is no data (usx.h), so
+ * a read that finds nothing waits again for the time left. */
+static ssize_t recv_ready(struct session *s, void *p, size_t n, unsigned *sid,
+                          int *eor, int timeout_ms) {
+  int64_t deadline = sys_mono_ms() + timeout_ms;
+  for (;;) {
+    ssize_t got;
+    int rc = sys_wait_fd(s->ctrl.fd, POLLIN, sys_ms_left(deadline));
+    if (rc <= 0) {
+      if (rc == 0) {
+        errno = ETIMEDOUT;
+      }
+      return -1;
+    }
+    got = xp_recv_nowait(&s->ctrl, p, n, sid, eor);
+    if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      return got;
+    }
+    if (sys_ms_left(deadline) == 0) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+  }
+}
+
 int cmdio_recv(struct session *s, char *data, size_t dcap, size_t *dlen,
                int timeout_ms) {
   char tmp[8192];
   unsigned sid;
   int eor;
   ssize_t n;
-  int rc;
   *dlen = 0;
-  rc = sys_wait_fd(s->ctrl.fd, POLLIN, timeout_ms);
-  if (rc <= 0) {
-    if (rc == 0) {
-      errno = ETIMEDOUT;
-    }
-    return -1;
-  }
   if (data != NULL) {
-    n = xp_recv(&s->ctrl, data, dcap, &sid, &eor);
+    n = recv_ready(s, data, dcap, &sid, &eor, timeout_ms);
     if (n > 0 && sid == SID_CTRL) {
       if (buf_append(&s->in, data, (size_t)n) != 0) {
         errno = EMSGSIZE;
@@ -102,7 +120,7 @@ int cmdio_recv(struct session *s, char *data, size_t dcap, size_t *dlen,
     }
     return n < 0 ? -1 : (int)(n > 0);
   }
-  n = xp_recv(&s->ctrl, tmp, sizeof tmp, &sid, &eor);
+  n = recv_ready(s, tmp, sizeof tmp, &sid, &eor, timeout_ms);
   if (n > 0 && sid == SID_CTRL) {
     if (buf_append(&s->in, tmp, (size_t)n) != 0) {
       errno = EMSGSIZE;

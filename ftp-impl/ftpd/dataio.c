@@ -16,7 +16,7 @@
 
 static void drop_listener(struct session *s) {
   if (s->pasv_fd >= 0) {
-    sys_close(s->pasv_fd);
+    xp_close_listener(s->pasv_fd);
     s->pasv_fd = -1;
   }
   s->port_set = 0;
@@ -164,10 +164,17 @@ static int accept_pasv(struct session *s, struct xp_conn *data) {
   return 0;
 }
 
+/* On usrsctp the data association goes to the UDP port the client's
+ * control association speaks from, wherever its SCTP listens. */
 static int connect_port(struct session *s, struct xp_conn *data) {
   struct addr src = s->local;
+  struct xp_opts o = tunables.data_opts;
+  int udp_port = xp_peer_udp_port(&s->ctrl);
   addr_set_port(&src, 0);
-  if (xp_connect(s->ctrl.proto, &s->port_addr, &src, &tunables.data_opts,
+  if (udp_port > 0) {
+    o.peer_udp_port = udp_port;
+  }
+  if (xp_connect(s->ctrl.proto, &s->port_addr, &src, &o,
                  tunables.open_timeout_s * 1000, data) != 0) {
     log_line("FAIL active data connection: %s", strerror(errno));
     return -1;

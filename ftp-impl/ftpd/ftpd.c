@@ -9,6 +9,7 @@
 #include "sessionloop.h"
 #include "sysutil.h"
 #include "tunables.h"
+#include "usx.h"
 
 static void serve_session(struct xp_conn *c, const struct addr *peer) {
   struct session s;
@@ -41,6 +42,11 @@ static void drop_privileges(void) {
   log_line("LIMITS open-timeout %d s, data-timeout %d s, idle-timeout %d s",
            tunables.open_timeout_s, tunables.data_timeout_s,
            tunables.idle_timeout_s);
+  if (tunables.ctrl_opts.stack == XP_STACK_USRSCTP) {
+    log_line("STACK sctp usrsctp, UDP port %d, one session at a time",
+             tunables.ctrl_opts.udp_port > 0 ? tunables.ctrl_opts.udp_port
+                                             : USX_DEFAULT_UDP_PORT);
+  }
   privs_drop(tunables.run_as, tunables.root);
 }
 
@@ -64,6 +70,7 @@ int main(int argc, char **argv) {
   conf.serve = serve_session;
   conf.refuse = refuse;
   conf.on_listening = drop_privileges;
+  conf.in_process = tunables.ctrl_opts.stack == XP_STACK_USRSCTP;
   forkserver_run(&conf);
   return 0;
 }

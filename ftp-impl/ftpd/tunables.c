@@ -49,7 +49,13 @@ static const char usage_text[] =
     "  --sctp-rto-min MS / --sctp-rto-initial MS / --sctp-rto-max MS\n"
     "  --sndbuf BYTES / --rcvbuf BYTES\n"
     "  --sctp-also-bind ADDR another local address of every SCTP listener\n"
-    "                        and data association (multihoming; up to 4)\n";
+    "                        and data association (multihoming; up to 4)\n"
+    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
+    "                        speaks it inside UDP (RFC 6951) and serves one\n"
+    "                        session at a time, in this process\n"
+    "  --sctp-udp-port PORT  usrsctp: its own UDP port (default 9899); each\n"
+    "                        association answers the client's own\n"
+    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n";
 
 void tunables_defaults(void) {
   memset(&tunables, 0, sizeof tunables);
@@ -172,7 +178,8 @@ void tunables_parse_args(int argc, char **argv) {
                                 "",
                                 CLI_GETOPT_SAYS | CLI_TERSE,
                                 longopts,
-                                XPA_SOCKET_KNOBS | XPA_BIT(XPA_ALSO_BIND),
+                                XPA_SOCKET_KNOBS | XPA_BIT(XPA_ALSO_BIND) |
+                                    XPA_SCTP_STACK_OWN,
                                 &tunables.ctrl_opts,
                                 NULL,
                                 handle_opt,
@@ -191,6 +198,8 @@ void tunables_parse_args(int argc, char **argv) {
     die("--root %s: cannot resolve", tunables.root);
   }
   cli_copy(tunables.root, sizeof tunables.root, real);
+  xpa_check_stack(tunables.sctp_listen[0] != '\0', "--sctp ADDR:PORT",
+                  &tunables.ctrl_opts);
   tunables.ctrl_opts.io_timeout_s = tunables.data_timeout_s;
   tunables.data_opts = tunables.ctrl_opts;
 }

@@ -1,26 +1,32 @@
 #!/bin/bash
-# Runs INSIDE the pinned kernel (see test_usrsctp_ftp.py): ftpc on usrsctp (--sctp-stack
-# usrsctp) against ftpd on the kernel's SCTP over UDP encapsulation across a veth, one mget of
-# the same files per SCTP variant and data mode; everything is left in $WORK.
+# Runs INSIDE the pinned kernel (see test_usrsctp_ftp.py): FTP over SCTP inside UDP (RFC 6951)
+# across a veth, one mget of the same files per SCTP variant and data mode, in three pairings,
+# each captured apart: ftpc on usrsctp against ftpd on the kernel's SCTP (client.pcap), ftpc on
+# the kernel's against ftpd on usrsctp (kclient.pcap), both on usrsctp (both.pcap). Everything
+# is left in $WORK.
 #   BIN=DIR WORK=DIR bash inside_usrsctp_ftp.sh
 set -euo pipefail
 : "${BIN:?}" "${WORK:?}"
 KERNEL_UDP_PORT=9899     # the kernel's SCTP over UDP (net.sctp.udp_port)
 USRSCTP_UDP_PORT=9900    # usrsctp's beside it, where the kernel sends (net.sctp.encap_port)
+BOTH_CLIENT_UDP_PORT=9902  # the usrsctp client's when the server is usrsctp too
 SERVER=10.9.0.2
 ip netns add cl
 ip netns add sv
 ip link add cl0 netns cl type veth peer sv0 netns sv
 ip -n cl addr add 10.9.0.1/24 dev cl0
 ip -n sv addr add $SERVER/24 dev sv0
+LINK_MTU=1548            # the testbed's links' (topology/), above usrsctp's own 1,500
 for ns in cl sv; do
     ip -n "$ns" link set lo up
-    ip -n "$ns" link set "${ns}0" up
+    ip -n "$ns" link set "${ns}0" mtu $LINK_MTU up
 done
-ip netns exec sv sysctl -q -w net.sctp.udp_port=$KERNEL_UDP_PORT \
-    net.sctp.encap_port=$USRSCTP_UDP_PORT
-# the kernel's SCTP over UDP builds GSO packets usrsctp cannot take (PROGRAMS.md)
-ip netns exec sv ethtool -K sv0 gso off tx-sctp-segmentation off
+for ns in cl sv; do
+    ip netns exec "$ns" sysctl -q -w net.sctp.udp_port=$KERNEL_UDP_PORT \
+        net.sctp.encap_port=$USRSCTP_UDP_PORT
+    # the kernel's SCTP over UDP builds GSO packets usrsctp cannot take (PROGRAMS.md)
+    ip netns exec "$ns" ethtool -K "${ns}0" gso off tx-sctp-segmentation off
+done
 mkdir -p "$WORK/root"
 head -c 10000 /dev/urandom > "$WORK/root/small.bin"
 head -c 200000 /dev/urandom > "$WORK/root/medium.bin"
@@ -29,27 +35,55 @@ ip netns exec sv "$BIN/ftpd" --root "$WORK/root" --sctp $SERVER:21 --tcp $SERVER
     --log "$WORK/ftpd.log" --data-timeout 30 --idle-timeout 30 --run-as root \
     > "$WORK/ftpd.out" 2>&1 &
 server=$!
-ip netns exec cl tcpdump -i cl0 -n -s 0 -U -w "$WORK/client.pcap" 2> "$WORK/tcpdump.err" &
-capture=$!
-sleep 1
-session() {  # NAME VARIANT [OPTIONS...]: one mget of every file
-    local name=$1 variant=$2
-    shift 2
+capture() {  # FILE: start capturing on the client's link
+    ip netns exec cl tcpdump -i cl0 -n -s 0 -U -w "$WORK/$1" 2>> "$WORK/tcpdump.err" &
+    capturing=$!
+    sleep 1
+}
+stop_capture() {
+    sleep 1
+    kill -INT $capturing
+    wait $capturing || true
+}
+session() {  # NAME PORT VARIANT [OPTIONS...]: one mget of every file from the server's PORT
+    local name=$1 port=$2 variant=$3
+    shift 3
     mkdir -p "$WORK/$name"
     set +e
     ip netns exec cl timeout 60 "$BIN/ftpc" --variant "$variant" --out "$WORK/$name" \
-        --timeout 20 --sctp-stack usrsctp --sctp-udp-port $USRSCTP_UDP_PORT \
-        --sctp-peer-udp-port $KERNEL_UDP_PORT "$@" $SERVER:21 mget '*' \
-        > "$WORK/$name.events" 2> "$WORK/$name.err"
+        --timeout 20 "$@" $SERVER:"$port" mget '*' > "$WORK/$name.events" 2> "$WORK/$name.err"
     echo $? > "$WORK/$name.rc"
     set -e
 }
-session naive-passive sctp-naive
-session naive-active sctp-naive --active
-session ms sctp-ms
-session ms-cp sctp-ms-cp
-sleep 1
-kill -INT $capture
-wait $capture || true
+# the client's options on usrsctp towards a server on the kernel's SCTP
+on_usrsctp=(--sctp-stack usrsctp --sctp-udp-port "$USRSCTP_UDP_PORT"
+            --sctp-peer-udp-port "$KERNEL_UDP_PORT")
+capture client.pcap
+session naive-passive 21 sctp-naive "${on_usrsctp[@]}"
+session naive-active 21 sctp-naive --active "${on_usrsctp[@]}"
+session ms 21 sctp-ms "${on_usrsctp[@]}"
+session ms-cp 21 sctp-ms-cp "${on_usrsctp[@]}"
+stop_capture
+kill -TERM $server
+wait $server || true
+
+# ftpd on usrsctp: one session at a time in its own process, on the UDP port the kernel sends
+# to; each association, and active mode's data, goes to the UDP port its client speaks from
+ip netns exec sv "$BIN/ftpd" --root "$WORK/root" --sctp $SERVER:2121 --tcp $SERVER:2121 \
+    --sctp-stack usrsctp --sctp-udp-port $USRSCTP_UDP_PORT --log "$WORK/ftpd-usrsctp.log" \
+    --data-timeout 30 --idle-timeout 30 --run-as root > "$WORK/ftpd-usrsctp.out" 2>&1 &
+server=$!
+capture kclient.pcap
+session srv-naive-passive 2121 sctp-naive
+session srv-naive-active 2121 sctp-naive --active
+session srv-ms 2121 sctp-ms
+session srv-ms-cp 2121 sctp-ms-cp
+stop_capture
+capture both.pcap
+both=(--sctp-stack usrsctp --sctp-udp-port "$BOTH_CLIENT_UDP_PORT"
+      --sctp-peer-udp-port "$USRSCTP_UDP_PORT")
+session both-naive 2121 sctp-naive "${both[@]}"
+session both-ms-cp 2121 sctp-ms-cp "${both[@]}"
+stop_capture
 kill -TERM $server
 wait $server || true
