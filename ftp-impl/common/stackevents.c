@@ -33,7 +33,7 @@ void xp_stack_fields(struct event *e, const struct xp_conn *c,
     ev_int(e, "path_mtu", us.path_mtu);
   }
   usrsctp_sysctls(e);
-  ev_int(e, "udp_port", o->udp_port > 0 ? o->udp_port : USX_DEFAULT_UDP_PORT);
+  ev_int(e, "udp_port", usx_udp_port(o));
   if (o->peer_udp_port > 0) {
     ev_int(e, "peer_udp_port", o->peer_udp_port);
   } else {

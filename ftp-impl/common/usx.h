@@ -33,6 +33,10 @@ struct xp_opts;
  * (usxsock.c: usrsctp 0.9.5.0 misses some), since the process started. */
 unsigned long usx_watch_wakeups(void);
 
+/* The UDP port usrsctp speaks on for the options o: theirs, or the
+ * default. */
+int usx_udp_port(const struct xp_opts *o);
+
 /* Is fd one of usrsctp's sockets? */
 int usx_is(int fd);
 

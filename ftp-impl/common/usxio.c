@@ -200,11 +200,14 @@ static int begin_end(struct usx_sock *s) {
  * port answered ABORT). */
 #define USX_PEER_END_MS 5000
 
-void usx_end_association(struct usx_sock *s) {
+/* The association's end, begun or answered, for at most ms. */
+static void end_within(struct usx_sock *s, int64_t ms) {
   if (!atomic_load(&s->shutdown_complete) && begin_end(s) == 0) {
-    await_end(s, sys_mono_ms() + USX_PEER_END_MS);
+    await_end(s, sys_mono_ms() + ms);
   }
 }
+
+void usx_end_association(struct usx_sock *s) { end_within(s, USX_PEER_END_MS); }
 
 ssize_t usx_recv(int fd, void *p, size_t n, unsigned *sid, int *eor, int wait) {
   int64_t deadline;
@@ -249,26 +252,31 @@ int usx_close_delivered(int fd, int seconds) {
   if (s == NULL) {
     return -1;
   }
-  if (!atomic_load(&s->shutdown_complete) && begin_end(s) == 0) {
-    await_end(s, sys_mono_ms() + (int64_t)seconds * 1000);
-  }
+  end_within(s, (int64_t)seconds * 1000);
   done = atomic_load(&s->shutdown_complete);
   usx_close(fd);
   return done ? 0 : -1;
 }
 
+/* The sockaddr usrsctp lists at p, as a struct addr; its length. */
+static socklen_t listed_at(const char *p, struct addr *a) {
+  const struct sockaddr *one = (const struct sockaddr *)(const void *)p;
+  socklen_t len = one->sa_family == AF_INET6
+                      ? (socklen_t)sizeof(struct sockaddr_in6)
+                      : (socklen_t)sizeof(struct sockaddr_in);
+  memset(a, 0, sizeof *a);
+  memcpy(&a->ss, one, len);
+  a->len = len;
+  return len;
+}
+
 /* The first address usrsctp lists (local or the peer's), as a struct addr. */
 static int first_addr(int n, struct sockaddr *all, struct addr *a) {
-  socklen_t len;
   if (n <= 0 || all == NULL) {
     errno = ENOTCONN;
     return -1;
   }
-  len = all->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
-                                   : (socklen_t)sizeof(struct sockaddr_in);
-  memset(a, 0, sizeof *a);
-  memcpy(&a->ss, all, len);
-  a->len = len;
+  (void)listed_at((const char *)all, a);
   return 0;
 }
 
@@ -279,30 +287,21 @@ static int listed_as(int n, const struct sockaddr *all, const struct addr *want,
   const char *p = (const char *)all;
   int i;
   for (i = 0; i < n; i++) {
-    const struct sockaddr *one = (const struct sockaddr *)(const void *)p;
     struct addr at;
-    socklen_t len = one->sa_family == AF_INET6
-                        ? (socklen_t)sizeof(struct sockaddr_in6)
-                        : (socklen_t)sizeof(struct sockaddr_in);
-    memset(&at, 0, sizeof at);
-    memcpy(&at.ss, one, len);
-    at.len = len;
+    p += listed_at(p, &at);
     if (addr_same_host(&at, want)) {
       *a = at;
       return 0;
     }
-    p += len;
   }
   return -1;
 }
-
-static int listed_addr(int fd, int peer, struct addr *a);
 
 /* The association's end here: of the local addresses usrsctp lists, the
  * kernel's route towards the peer leaves from (usxmtu.h), else the first. */
 static int local_end(int n, struct sockaddr *all, int fd, struct addr *a) {
   struct addr peer, src;
-  if (n > 1 && listed_addr(fd, 1, &peer) == 0 &&
+  if (n > 1 && usx_peer_addr(fd, &peer) == 0 &&
       usx_route_source(&peer, &src) == 0 && listed_as(n, all, &src, a) == 0) {
     return 0;
   }

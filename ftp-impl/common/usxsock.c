@@ -184,9 +184,13 @@ static void *watch(void *unused) {
 
 unsigned long usx_watch_wakeups(void) { return atomic_load(&watch_wakeups); }
 
+int usx_udp_port(const struct xp_opts *o) {
+  return o->udp_port > 0 ? o->udp_port : USX_DEFAULT_UDP_PORT;
+}
+
 /* usrsctp once per process, on the options' UDP port. */
 static int start(const struct xp_opts *o) {
-  int port = o->udp_port > 0 ? o->udp_port : USX_DEFAULT_UDP_PORT;
+  int port = usx_udp_port(o);
   size_t bad = 0;
   if (started_port == 0) {
     pthread_t t;

@@ -44,8 +44,7 @@ static void drop_privileges(void) {
            tunables.idle_timeout_s);
   if (tunables.ctrl_opts.stack == XP_STACK_USRSCTP) {
     log_line("STACK sctp usrsctp, UDP port %d, one session at a time",
-             tunables.ctrl_opts.udp_port > 0 ? tunables.ctrl_opts.udp_port
-                                             : USX_DEFAULT_UDP_PORT);
+             usx_udp_port(&tunables.ctrl_opts));
   }
   privs_drop(tunables.run_as, tunables.root);
 }

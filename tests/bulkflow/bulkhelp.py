@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import socket
 import subprocess
 import tempfile
 import threading
@@ -15,6 +16,13 @@ from pathlib import Path
 from tests.ftp.ftphelp import SAN_ENV
 
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error")
+
+
+def free_udp_port() -> int:
+    """A UDP port free on 127.0.0.1 now: usrsctp's own, one per program."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def events(text: str) -> list[dict]:

@@ -7,13 +7,20 @@ sender wrote arrives and is acknowledged, each end records its stack and its UDP
 every SCTP packet travels inside UDP with no ABORT."""
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 
 from experiments.workloads.base import USRSCTP_SYSCTLS
-from tests.bulkflow.bulkhelp import SANITIZER_MARKS, Receiver, events, one, run, tshark
+from tests.bulkflow.bulkhelp import (
+    SANITIZER_MARKS,
+    Receiver,
+    events,
+    free_udp_port,
+    one,
+    run,
+    tshark,
+)
 from tests.ftp.kernel import run_script_in_kernel
 
 JOB = Path(__file__).with_name("inside_usrsctp_bulkflow.sh")
@@ -22,12 +29,6 @@ FLOWS = {  # name: (receiver's stack, sender's stack)
     "kernel-to-usrsctp": ("usrsctp", "kernel"),
     "usrsctp-to-usrsctp": ("usrsctp", "usrsctp"),
 }
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -7,13 +7,12 @@ inside UDP with no ABORT. On the host, the options' refusals."""
 from __future__ import annotations
 
 import hashlib
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.bulkflow.bulkhelp import SANITIZER_MARKS, events, one, tshark
+from tests.bulkflow.bulkhelp import SANITIZER_MARKS, events, free_udp_port, one, tshark
 from tests.ftp import ftphelp
 from tests.ftp.kernel import run_script_in_kernel
 
@@ -40,12 +39,6 @@ def test_ftpd_refuses_usrsctp_without_an_sctp_listener(built):
                         "usrsctp"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "usrsctp is an SCTP stack (--sctp ADDR:PORT)" in r.stderr
-
-
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("variant, mode", [("sctp-naive", []), ("sctp-naive", ["--active"]),
@@ -76,7 +69,7 @@ def test_ftpd_and_ftpc_on_usrsctp_over_the_loopback(bindir, tmp_path, variant, m
         _, server_err = ftpd.communicate()
     assert not any(m in r.stderr + server_err for m in SANITIZER_MARKS), r.stderr + server_err
     for name, digest_of in sums.items():
-        assert hashlib.sha256((tmp_path / "got" / name).read_bytes()).hexdigest() == digest_of
+        assert digest(tmp_path / "got" / name) == digest_of
     log = (tmp_path / "ftpd.log").read_text()
     assert log.count(" OK RETR ") == len(sums) and " FAIL " not in log
 
