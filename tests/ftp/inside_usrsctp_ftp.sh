@@ -36,12 +36,21 @@ ip netns exec sv "$BIN/ftpd" --root "$WORK/root" --sctp $SERVER:21 --tcp $SERVER
     > "$WORK/ftpd.out" 2>&1 &
 server=$!
 capture() {  # FILE: start capturing on the client's link
-    ip netns exec cl tcpdump -i cl0 -n -s 0 -U -w "$WORK/$1" 2>> "$WORK/tcpdump.err" &
+    capturing_to=$WORK/$1
+    ip netns exec cl tcpdump -i cl0 -n -s 0 -U -w "$capturing_to" \
+        2>> "$WORK/tcpdump.err" &
     capturing=$!
     sleep 1
 }
-stop_capture() {
-    sleep 1
+stop_capture() {  # once the file has stopped growing: on SIGINT tcpdump drops what it has
+    # not read yet (a loaded CI run lost the last 238 packets, a session's end among them)
+    local last=-1 size _
+    for _ in $(seq 40); do
+        sleep 0.5
+        size=$(stat -c %s "$capturing_to")
+        [ "$size" = "$last" ] && break
+        last=$size
+    done
     kill -INT $capturing
     wait $capturing || true
 }

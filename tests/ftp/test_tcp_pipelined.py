@@ -84,8 +84,10 @@ class SynCapture:
         hosts = f"src host {src}" + (f" and dst host {dst}" if dst else "")
         self.proc = subprocess.Popen(
             # immediate mode: without it packets wait in the kernel's ring for a block timeout
-            # and an early SIGINT loses them
-            ["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-B", "16384", "-w",
+            # and an early SIGINT loses them. 128 bytes hold a SYN's headers; at the default
+            # 262,144 the ring held few frames and a loaded CI run dropped 40 of 840 SYNs
+            ["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-s", "128", "-B", "16384",
+             "-w",
              str(pcap),
              f"{hosts} and tcp[tcpflags] & (tcp-syn|tcp-ack) == tcp-syn"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
