@@ -486,19 +486,23 @@ def bulk_sender_argv(bulkflow: str, proto: str, address: str, port: int, duratio
             "--duration", f"{duration_s:g}", "--start-at", f"{start_at:.6f}", *options]
 
 
-def sctp_stack_options(sctp_stack: str) -> list[str]:
+def sctp_stack_options(sctp_stack: str, peer: bool = True,
+                       sysctls: Sequence[tuple[str, int]] = ()) -> list[str]:
     """A program's options for its SCTP stack. usrsctp speaks SCTP inside UDP on RFC 6951's
     port 9899 at both ends (every node has its own network namespace, so one port serves
     all), which tshark decodes as SCTP without being told; the kernel's SCTP does not listen
     on UDP there (its net.sctp.udp_port stays 0), so it cannot answer those packets.
-    "usrsctp:NAME=VALUE,..." sets those of usrsctp's sysctls at both ends."""
+    "usrsctp:NAME=VALUE,..." sets those of usrsctp's sysctls at both ends, after `sysctls`
+    (a stack profile's), so that the experiment's own win. `peer`: the program names the
+    peer's UDP port (ftpd does not: it answers each association on the port it came from)."""
     if sctp_stack == "kernel":
         return []
     port = str(SCTP_UDP_PORT)
     base, _, settings = sctp_stack.partition(":")
-    sysctls = [f"--usrsctp-sysctl={item}" for item in settings.split(",") if item]
-    return ["--sctp-stack", base, "--sctp-udp-port", port, "--sctp-peer-udp-port", port,
-            *sysctls]
+    items = [f"{name}={value}" for name, value in sysctls] + [i for i in settings.split(",") if i]
+    return ["--sctp-stack", base, "--sctp-udp-port", port,
+            *(["--sctp-peer-udp-port", port] if peer else []),
+            *(f"--usrsctp-sysctl={item}" for item in items)]
 
 
 def http_server_argv(httpd: str, root: str, address: str, log: str, timeout_s: float,

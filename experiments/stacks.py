@@ -187,6 +187,30 @@ class Stack:
                 "net.ipv4.tcp_orphan_retries": str(self.tcp_orphan_retries),
                 **KERNEL_SWITCHES, **self.switches}
 
+    def usrsctp_sysctls(self) -> list[tuple[str, int]]:
+        """The stack's SCTP timers on usrsctp: RTO.Min, RTO.Initial and RTO.Max, which usrsctp
+        reads from these sysctls as Linux does from net.sctp.rto_* (usrsctp's
+        usrsctplib/netinet/sctp_sysctl.h). Its buffers reach usrsctp as the programs' socket
+        options, as on the kernel."""
+        low, initial, high = self.sctp_rto_ms
+        return [("sctp_rto_min_default", low), ("sctp_rto_initial_default", initial),
+                ("sctp_rto_max_default", high)]
+
+    def usrsctp_refusal(self) -> str | None:
+        """Why this stack cannot run on usrsctp, or None: a kernel switch of SCTP's set away
+        from Linux's value, or INIT retries other than the 8 that usrsctp makes
+        (usrsctplib/netinet/sctp_constants.h: SCTP_DEF_MAX_INIT 8), are the kernel's and
+        usrsctp has no counterpart to set."""
+        switched = sorted(k for k, v in self.switches.items()
+                          if k.startswith("net.sctp.") and KERNEL_SWITCHES.get(k) != v)
+        if switched:
+            return (f"stack {self.name!r} sets the kernel's SCTP switches {', '.join(switched)}, "
+                    "which usrsctp has no counterpart for")
+        if self.sctp_max_init_retransmits != LINUX_SCTP_MAX_INIT_RETRANSMITS:
+            return (f"stack {self.name!r} retries an INIT {self.sctp_max_init_retransmits} "
+                    "times; usrsctp's programs retry it 8 times")
+        return None
+
     def route_metrics(self) -> dict[str, int]:
         """What the end hosts' routes carry for TCP: the initial window, and an RTO floor
         (locked, as Linux reads it from a route only so); empty when both are Linux's own."""

@@ -103,8 +103,9 @@ def derived(metric: str, run: dict[str, Any]) -> float:
 
 # Columns only SCTP points fill (a TCP point's cell is empty): a TCP point pairs with an SCTP
 # point of any such setting, two SCTP points only with the same one, and each setting is a
-# group of its own, as each TCP profile is.
-SCTP_ONLY = ("sctp_settings",)
+# group of its own, as each TCP profile is (the SCTP stack's, group_of, where not the kernel's).
+SCTP_SETTINGS = ("sctp_settings",)
+SCTP_ONLY = (*SCTP_SETTINGS, "sctp_stack")
 
 
 def _unset(value: Any) -> bool:
@@ -115,7 +116,7 @@ def _settings_agree(a: Columns, b: Columns) -> bool:
     return all(_unset(a.get(k)) or _unset(b.get(k)) or a.get(k) == b.get(k) for k in SCTP_ONLY)
 
 
-# The SCTP stack a point's SCTP ran on where not the kernel's (bulk-flows' sctp_stack column):
+# The SCTP stack a point's SCTP ran on where not the kernel's (the sctp_stack column):
 # a group of its own, so a finding is judged on each SCTP stack apart.
 KERNEL_SCTP = "kernel"
 
@@ -126,7 +127,8 @@ def group_of(columns: list[Columns], by_profile: bool) -> str:
                           if not _unset(c.get("sctp_stack")) and c["sctp_stack"] != KERNEL_SCTP})
     profiles = sorted({str(c["profile"]) for c in columns if c.get("profile")})
     tcp = [p for p in profiles if p != SCTP_PROFILE] or profiles
-    settings = sorted({str(c[k]) for c in columns for k in SCTP_ONLY if not _unset(c.get(k))})
+    settings = sorted({str(c[k]) for c in columns for k in SCTP_SETTINGS
+                       if not _unset(c.get(k))})
     parts = [stack, *sctp_stacks, *settings] + ([] if not by_profile else ["+".join(tcp)])
     return " / ".join(p for p in parts if p) or "-"
 

@@ -92,10 +92,9 @@ def _shared_pass(pcap: str, _mtime_ns: int, _size: int, protocol: str) -> list[S
     if rows is not None:
         return rows
     if protocol == "sctp" and holds_cut_frames(Path(pcap)):
-        # tshark reads no chunk of an SCTP packet cut short: its rows would miss every one
-        raise TsharkError(f"{pcap} holds SCTP packets cut short by a snaplen, and a packet "
-                          "that only tshark reads, which reads no chunk of those: capture "
-                          'whole packets ([run] capture = "whole", snaplen = 0)')
+        # tshark reads no chunk of an SCTP packet cut short: those frames' rows are read here
+        return sctp_headers.rows_beside_tshark(
+            Path(pcap), _fields(Path(pcap), ["frame.number", *names], protocol, options))
     return _fields(Path(pcap), list(names), protocol, options)
 
 

@@ -88,19 +88,39 @@ def frame_records(pcap: Path, protocol: int
     IPv4 packet of `protocol`, in capture order; Unread where the capture holds what tshark
     might read differently. The last two differ in a frame cut short: read nothing past the
     second (it is the next record's)."""
+    for _, record in _numbered(pcap, protocol, skip_unread=False):
+        yield record
+
+
+def readable_frame_records(pcap: Path, protocol: int
+                           ) -> Iterator[tuple[int, tuple[str, bytes, int, int, int, int]]]:
+    """(frame.number, frame_records' tuple) of every IPv4 packet of `protocol` read here,
+    passing over the packets frame_records stops at (an ICMP error, a fragment): those are
+    tshark's to read. Unread only where the file itself cannot be read."""
+    return _numbered(pcap, protocol, skip_unread=True)
+
+
+def _numbered(pcap: Path, protocol: int, skip_unread: bool
+              ) -> Iterator[tuple[int, tuple[str, bytes, int, int, int, int]]]:
     data = pcap.read_bytes()
     found_format = pcap_format(data)
     if found_format is None or found_format[2] != _ETHERNET:
         raise Unread
     layout, nano, _ = found_format
-    for seconds, fraction, captured, length, frame in records(data, layout):
+    for number, (seconds, fraction, captured, length, frame) in enumerate(
+            records(data, layout), start=1):
         if captured > length:
             raise Unread
-        found = ipv4_payload(data, frame, frame + captured, protocol, captured < length)
+        try:
+            found = ipv4_payload(data, frame, frame + captured, protocol, captured < length)
+        except Unread:
+            if not skip_unread:
+                raise
+            continue
         if found is not None:
             # tshark prints frame.time_epoch with nine decimals whatever the file's precision
-            yield ((f"{seconds}.{fraction:09d}" if nano else f"{seconds}.{fraction:06d}000"),
-                   data, *found)
+            yield number, ((f"{seconds}.{fraction:09d}" if nano
+                            else f"{seconds}.{fraction:06d}000"), data, *found)
 
 
 def ipv4_payload(data: bytes, frame: int, end: int, protocol: int, cut: bool = False

@@ -14,13 +14,15 @@ tshark. tests/unit/test_sctp_headers.py holds
 it to tshark's rows.
 
     shared_rows(pcap)     [[time, ip.src, sport, dport, types, lengths, tsns, sids, tags], ...]
+    rows_beside_tshark(pcap, tshark's rows with frame.number first)   the same, where the
+                          capture holds both cut frames and a packet only tshark reads
 """
 from __future__ import annotations
 
 import struct
 from pathlib import Path
 
-from .pcap_records import Unread, frame_records
+from .pcap_records import Unread, frame_records, readable_frame_records
 
 _SCTP = 132
 _DATA, _INIT, _I_DATA = 0, 1, 64
@@ -38,6 +40,20 @@ def shared_rows(pcap: Path) -> list[list[str]] | None:
                 for time_text, data, ip, sctp, end, held in frame_records(pcap, _SCTP)]
     except Unread:
         return None
+
+
+def rows_beside_tshark(pcap: Path, numbered_rows: list[list[str]]) -> list[list[str]]:
+    """The shared pass of a capture that holds SCTP packets cut short and a packet only tshark
+    reads (an ICMP error quoting SCTP: usrsctp's peer gone from its UDP port): tshark's rows,
+    `numbered_rows` (frame.number first), each with the row read here in its place wherever
+    this reads the frame, so that the chunks tshark reads none of in a cut frame are there."""
+    mine: dict[str, list[str]] = {}
+    for number, record in readable_frame_records(pcap, _SCTP):
+        try:
+            mine[str(number)] = _sctp_row(*record)
+        except Unread:
+            continue  # cut before its last chunk's fields: tshark's row stands
+    return [mine.get(row[0], list(row[1:])) for row in numbered_rows]
 
 
 def _sctp_row(time_text: str, data: bytes, ip: int, sctp: int, end: int, held: int

@@ -40,8 +40,10 @@ class SctpFrame:
 
 
 def sctp_frames(pcap: Path, display_filter: str) -> list[tuple[float, SctpFrame]]:
+    """The SCTP packets the filter keeps, read from their bytes; not an ICMP error quoting one
+    (tshark finds SCTP inside it), which is no packet of the association."""
     return [(time_s, parse_sctp_frame(frame))
-            for time_s, frame in frames(pcap, display_filter, SCTP_OPTIONS)]
+            for time_s, frame in frames(pcap, f"({display_filter}) && !icmp", SCTP_OPTIONS)]
 
 
 def parse_sctp_frame(frame: bytes) -> SctpFrame:

@@ -84,7 +84,8 @@ def test_partial_result_set_is_marked(results_copy):
     text = (results_copy / "report" / "report.html").read_text()
     assert "Partial result set: 1 of 8 points missing" in text
     cells = "".join(f"<td[^>]*>{re.escape(dropped[c])}</td>"
-                    for c in ("variant", "parallel", "profile", "stack", "sctp_settings"))
+                    for c in ("variant", "parallel", "profile", "stack", "sctp_settings",
+                              "sctp_stack"))
     assert re.search(rf"<td>{dropped['point']}</td>.*{cells}<td>missing</td>", text)
     assert "<td>incomplete</td>" in text
     # interrupted before any metadata: still a report, from the tables alone

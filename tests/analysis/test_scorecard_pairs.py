@@ -57,3 +57,28 @@ def test_points_on_usrsctp_are_a_group_of_their_own():
     usrsctp = {**kernel, "key": "geo-2_usrsctp", "sctp_stack": "usrsctp"}
     assert group_of([kernel], by_profile=True) == "linux / tcp-sack-reno"
     assert group_of([usrsctp], by_profile=True) == "linux / usrsctp / tcp-sack-reno"
+
+
+def ftp_point(variant: str, sctp_stack: str) -> dict:
+    """An ftp-mget point: a TCP variant's SCTP stack cell is empty."""
+    return {"key": f"{variant}-{sctp_stack}", "variant": variant, "loss": 0.03,
+            "stack": "published", "sctp_settings": "", "sctp_stack": sctp_stack,
+            "profile": "tcp-newreno" if variant == "tcp" else "sctp"}
+
+
+FTP_POINTS = [ftp_point("tcp", ""), ftp_point("sctp-naive", "kernel"),
+              ftp_point("sctp-naive", "usrsctp"), ftp_point("sctp-ms", "kernel"),
+              ftp_point("sctp-ms", "usrsctp")]
+
+
+def test_a_tcp_point_pairs_with_the_sctp_point_of_each_sctp_stack_each_its_own_group():
+    pairs = _pairs(claim("sctp-naive", "tcp"), FTP_POINTS)
+    assert names(pairs) == {("sctp-naive-kernel", "tcp-"), ("sctp-naive-usrsctp", "tcp-")}
+    assert {group_of([a, b], by_profile=True) for a, b in pairs} == {
+        "published / tcp-newreno", "published / usrsctp / tcp-newreno"}
+
+
+def test_two_sctp_variants_pair_only_on_one_sctp_stack():
+    pairs = _pairs(claim("sctp-ms", "sctp-naive"), FTP_POINTS)
+    assert names(pairs) == {("sctp-ms-kernel", "sctp-naive-kernel"),
+                            ("sctp-ms-usrsctp", "sctp-naive-usrsctp")}

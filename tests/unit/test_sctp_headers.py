@@ -153,3 +153,28 @@ def test_a_pcapng_file_is_left_to_tshark(tmp_path):
     pcapng = tmp_path / "made.pcapng"
     pcapng.write_bytes(struct.pack("<III", 0x0A0D0D0A, 28, 0x1A2B3C4D) + b"\0" * 16)
     assert sctp_headers.shared_rows(pcapng) is None
+
+
+# usrsctp's last SHUTDOWN ACK after its peer's program left the UDP port: the peer's kernel
+# answers it with a port unreachable that quotes it
+ICMP_QUOTING_SCTP_IN_UDP = ipv4(CLIENT, SERVER, 1, struct.pack(">BBHI", 3, 3, 0, 0)
+                                + sctp_in_udp(SERVER, CLIENT, 21, 50001,
+                                              struct.pack(">BBH", 8, 0, 4))[14:])
+
+
+def test_cut_frames_beside_a_packet_only_tshark_reads_keep_their_chunks(tmp_path):
+    long_in_udp = sctp_in_udp(SERVER, CLIENT, 21, 50001, data_chunk(9, 3, bytes(range(200))))
+    frames = [*CONTROL_FRAMES, long_in_udp, LONG_DATA, ICMP_QUOTING_SCTP_IN_UDP]
+    whole = write(tmp_path / "whole.pcap", frames)
+    out = struct.pack("<IHHiIII", MICRO, 2, 4, 0, 0, 96, 1)
+    for i, frame in enumerate(frames):
+        kept = frame[:96]   # a capture of headers: the two DATA frames cut, the rest whole
+        out += struct.pack("<IIII", 1_700_000_000 + i, 123_456 + i, len(kept), len(frame)) + kept
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(out)
+    assert sctp_headers.shared_rows(cut) is None   # the ICMP error is tshark's to read
+    tshark._shared_pass.cache_clear()
+    rows = tshark.fields(cut, list(NAMES), "sctp", OPTIONS)
+    assert rows == tshark_rows(whole)
+    assert [row[4:] for row in tshark_rows(cut)[-3:-1]] == [["", "", "", "", ""]] * 2
+    assert rows[-1][1] == "10.0.1.1|10.0.2.1" and rows[-1][4] == "8"   # the quoted SHUTDOWN ACK

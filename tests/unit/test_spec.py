@@ -357,3 +357,64 @@ def test_a_loss_burst_shapes_the_lossy_links_and_is_recorded(tmp_path):
     assert experiment.as_record()["loss_burst"] == 3.0
     plain = spec.load(str(write(tmp_path, GOOD, "plain")))
     assert "loss_burst" not in plain.as_record()
+
+
+def test_an_ftp_sctp_stack_axis_multiplies_the_sctp_variants_and_reaches_both_programs(
+        tmp_path):
+    from experiments.workloads.ftp_mget.workload import WORKLOAD as FTP
+
+    text = GOOD.replace('tcp_profiles = ["tcp-newreno", "tcp-linux"]',
+                        'tcp_profiles = ["tcp-newreno"]\nstacks = ["published"]\n'
+                        'sctp_stacks = ["kernel", "usrsctp:sctp_max_burst_default=0"]'
+                        ).replace("loss = [0.0, 0.06]", "loss = [0.06]")
+    experiment = spec.load(str(write(tmp_path, text)))
+    found = {p.key: p.get("sctp_stack") for p in points(experiment)}
+    assert found == {
+        "lan_loss0.06_10Kx3_tcp_tcp-newreno_published": "",
+        "lan_loss0.06_10Kx3_sctp-ms_sctp_published": "kernel",
+        "lan_loss0.06_10Kx3_sctp-ms_sctp_published_usrsctp+sctp_max_burst_default-0":
+            "usrsctp:sctp_max_burst_default=0"}
+    prepared = {"data": {10240: type("Data", (), {"root": tmp_path, "digests": {}})()},
+                "programs": {}}
+    orders = {p.get("sctp_stack"): FTP.order(experiment, p, prepared)
+              for p in points(experiment)}
+    assert orders[""]["client_options"] == [] and orders["kernel"]["server_options"] == []
+    usrsctp = orders["usrsctp:sctp_max_burst_default=0"]
+    timers = ["--usrsctp-sysctl=sctp_rto_min_default=1000",
+              "--usrsctp-sysctl=sctp_rto_initial_default=3000",
+              "--usrsctp-sysctl=sctp_rto_max_default=60000",
+              "--usrsctp-sysctl=sctp_max_burst_default=0"]
+    assert usrsctp["server_options"] == ["--sctp-stack", "usrsctp", "--sctp-udp-port", "9899",
+                                         *timers]
+    assert usrsctp["client_options"] == ["--sctp-stack", "usrsctp", "--sctp-udp-port", "9899",
+                                         "--sctp-peer-udp-port", "9899", *timers]
+    assert usrsctp["socket_options"] == ["--sndbuf", "212992", "--rcvbuf", "212992"]
+    record = experiment.as_record()
+    assert record["sctp_stacks"] == ["kernel", "usrsctp:sctp_max_burst_default=0"]
+    assert record["usrsctp_stack_settings"]["published"]["sctp_rto_initial_default"] == 3000
+
+
+@pytest.mark.parametrize("change, key, reason", [
+    ('sctp_stacks = ["usrsctp"]\nstacks = ["freebsd-4.6"]', "matrix.stacks",
+     "net.sctp.fast_rtx_threshold"),
+    ('sctp_stacks = ["usrsctp"]\n[sctp]\nrto_min_ms = 200', "sctp", "usrsctp does not read"),
+    ('sctp_stacks = ["usrsctp"]\n[[matrix.sctp_settings]]\nname = "a"\nmax_burst = 0',
+     "matrix.sctp_settings", "usrsctp does not read"),
+    ('sctp_stacks = ["sctp"]', "matrix.sctp_stacks", "unknown SCTP stack"),
+])
+def test_bad_ftp_sctp_stack_axes_are_refused(tmp_path, change, key, reason):
+    text = GOOD.replace('tcp_profiles = ["tcp-newreno", "tcp-linux"]',
+                        'tcp_profiles = ["tcp-newreno"]\n' + change)
+    path = write(tmp_path, text)
+    with pytest.raises(spec.SpecError) as refused:
+        spec.load(str(path))
+    assert str(path) in str(refused.value) and key in str(refused.value)
+    assert reason in str(refused.value)
+
+
+def test_an_ftp_sctp_stack_axis_needs_an_sctp_variant(tmp_path):
+    text = GOOD.replace('variants = ["tcp", "sctp-ms"]', 'variants = ["tcp"]').replace(
+        'tcp_profiles = ["tcp-newreno", "tcp-linux"]',
+        'tcp_profiles = ["tcp-newreno"]\nsctp_stacks = ["usrsctp"]')
+    with pytest.raises(spec.SpecError, match="matrix.sctp_stacks.*SCTP variants"):
+        spec.load(str(write(tmp_path, text)))

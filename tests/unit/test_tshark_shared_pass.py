@@ -141,29 +141,56 @@ CONTROL_FRAMES = [
 ]
 
 
+def inside_udp(frame: bytes) -> bytes:
+    """An SCTP-over-IP frame as usrsctp sends it: inside UDP, port 9899 at both ends."""
+    if frame[23] != 132:
+        return frame
+    sctp_packet = frame[34:]
+    return ipv4(frame[26:30], frame[30:34], 17, struct.pack(
+        ">HHHH", 9899, 9899, 8 + len(sctp_packet), 0) + sctp_packet)
+
+
+@pytest.fixture(params=["over-ip", "inside-udp"])
+def control_frames(request) -> list[bytes]:
+    """The control capture's frames, its SCTP as the kernel's or as usrsctp's."""
+    if request.param == "over-ip":
+        return CONTROL_FRAMES
+    return [inside_udp(frame) for frame in CONTROL_FRAMES]
+
+
 @pytest.fixture
-def control_capture(tmp_path: Path) -> Path:
+def control_capture(tmp_path: Path, control_frames) -> Path:
     pcap = tmp_path / "control.pcap"
-    write_pcap(pcap, CONTROL_FRAMES)
+    write_pcap(pcap, control_frames)
     return pcap
 
 
 def test_the_bpf_reader_returns_the_frames_and_times_tshark_does(control_capture):
     for bpf, display_filter in (("tcp port 21 and tcp port 40001",
                                  "tcp.port == 21 && tcp.port == 40001"),
-                                ("sctp", "sctp")):
+                                ("ip proto 132 or udp port 9899", "sctp")):
         assert ftp.bpf.packets(control_capture, bpf) == \
             tshark.frames(control_capture, display_filter)
 
 
 def test_the_sctp_prefilter_keeps_every_frame_with_a_stream_0_chunk_and_drops_the_rest(
-        control_capture):
-    kept = ftp.bpf.packets(control_capture, f"sctp and {ftp._MAY_CARRY_STREAM_0}")
+        control_capture, control_frames):
+    kept = ftp.bpf.packets(control_capture, ftp._control_bpf(None))
     wanted = tshark.frames(control_capture, "sctp.data_sid == 0", tshark.SCTP_OPTIONS)
-    assert set(wanted) <= set(kept)
-    dropped = {frame for frame in CONTROL_FRAMES if frame[23] == 132} - {f for _, f in kept}
+    assert wanted and set(wanted) <= set(kept)
+    sctp_frames = {frame for frame in control_frames if frame[23] in (17, 132)}
+    dropped = sctp_frames - {f for _, f in kept}
     # the INITs, the SACK and the file data alone: one chunk each, none of stream 0
-    assert dropped == {CONTROL_FRAMES[i] for i in (6, 7, 9, 10)}
+    assert dropped == {control_frames[i] for i in (6, 7, 9, 10)}
+    session = {f for _, f in ftp.bpf.packets(control_capture, ftp._control_bpf("50001"))}
+    assert session == {f for _, f in kept} - {control_frames[13]}   # not the 421 to 50000
+
+
+def test_a_capture_of_headers_keeps_whole_what_the_control_reading_reads(control_capture,
+                                                                          control_frames):
+    kept = {f for _, f in ftp.bpf.packets(control_capture, ftp.WHOLE_IN_A_CAPTURE_OF_HEADERS)}
+    # every TCP packet of port 21; of SCTP, the bundles and stream 0's chunks alone
+    assert kept == {control_frames[i] for i in (1, 2, 3, 4, 5, 8, *range(11, 18))}
 
 
 @pytest.mark.parametrize("transport", ["tcp", "sctp"])

@@ -6,10 +6,12 @@ bytes have arrived in order: under loss a later segment can arrive before a retr
 earlier one."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments.tshark import SCTP_OPTIONS, bpf, fields, is_true, values
+from experiments.tshark.pcap_records import SCTP_OVER_UDP_PORT
 from experiments.tshark.transport import parse_sctp_frame
 
 FTP_PORT = 21
@@ -118,25 +120,47 @@ def _session_sctp_port(pcap: Path) -> str | None:
 # that may carry a DATA chunk of stream 0, the control channel's. It drops the packets whose
 # one chunk is anything else, the multistreamed variants' file data and SACKs among them; a
 # packet whose first chunk is followed by others is kept, and its chunks are read below.
-# The first chunk's header is at most 58 bytes into the frame, within any snaplen allowed.
-_SCTP = "((ip[0] & 0xf) << 2)"
-_STREAM_0_DATA = f"(ip[{_SCTP} + 12] == 0 and ip[{_SCTP} + 20:2] == 0)"
-_BUNDLED = f"((ip[{_SCTP} + 14:2] + 3) & 0xfffc) + 12 + {_SCTP} != ip[2:2]"
-_MAY_CARRY_STREAM_0 = f"({_STREAM_0_DATA} or {_BUNDLED})"
+# The first chunk's header is at most 66 bytes into the frame, within any snaplen allowed.
+# Each filter is written once for SCTP over IP (the kernel's) and once for SCTP inside UDP on
+# RFC 6951's port (usrsctp's, 8 bytes further in), and keeps either.
+_OVER_IP = ("ip proto 132", "((ip[0] & 0xf) << 2)")
+_INSIDE_UDP = (f"(udp port {SCTP_OVER_UDP_PORT} and ip[6:2] & 0x1fff == 0)",
+               "(((ip[0] & 0xf) << 2) + 8)")
+
+
+def _sctp_bpf(build: Callable[[str], str]) -> str:
+    """`build(offset of the SCTP header)` for both encapsulations."""
+    return " or ".join(f"({carrier} and {build(at)})" for carrier, at in (_OVER_IP, _INSIDE_UDP))
+
+
+def _port(at: str, port: int | str) -> str:
+    return f"(ip[{at}:2] == {port} or ip[{at} + 2:2] == {port})"
+
+
+def _stream_0_data(at: str) -> str:
+    return f"(ip[{at} + 12] == 0 and ip[{at} + 20:2] == 0)"
+
+
+def _bundled(at: str) -> str:
+    return f"((ip[{at} + 14:2] + 3) & 0xfffc) + 12 + {at} != ip[2:2]"
+
+
+def _control_bpf(client_port: str | None) -> str:
+    return _sctp_bpf(lambda at: f"{_port(at, FTP_PORT)}"
+                     + (f" and {_port(at, client_port)}" if client_port is not None else "")
+                     + f" and ({_stream_0_data(at)} or {_bundled(at)})")
+
 
 # What a capture of headers (`[run] capture = "headers"`) keeps whole: every packet whose
 # payload the control channel's reading above reads, and every SCTP packet of more than one
 # chunk (cut short, it would lose the chunks after the first, whose TSNs the counters read).
-WHOLE_IN_A_CAPTURE_OF_HEADERS = (f"tcp port {FTP_PORT} or (sctp and ({_BUNDLED} or "
-                                 f"(sctp port {FTP_PORT} and {_STREAM_0_DATA})))")
+WHOLE_IN_A_CAPTURE_OF_HEADERS = f"tcp port {FTP_PORT} or " + _sctp_bpf(
+    lambda at: f"({_bundled(at)} or ({_port(at, FTP_PORT)} and {_stream_0_data(at)}))")
 
 
 def _sctp_control(pcap: Path) -> ControlChannel:
     first_copy: dict[tuple[bool, int], tuple[float, bytes]] = {}
-    port = _session_sctp_port(pcap)
-    only = f" and sctp port {port}" if port is not None else ""
-    for time_s, frame in bpf.packets(pcap, f"sctp port {FTP_PORT}{only} and "
-                                           f"{_MAY_CARRY_STREAM_0}"):
+    for time_s, frame in bpf.packets(pcap, _control_bpf(_session_sctp_port(pcap))):
         sctp = parse_sctp_frame(frame)
         from_server = sctp.src_port == FTP_PORT
         for chunk in sctp.chunks:

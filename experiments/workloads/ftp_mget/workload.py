@@ -15,8 +15,10 @@ Its keys: `metric` (top level: which interval the studies measured), and in [mat
 absent; "linux..freebsd-4.6" is that ablation's steps, stacks.expand_stacks),
 `sctp_settings` (a list of tables, each a `name` and SCTP knobs of stacks.SCTP_KNOBS over
 [sctp]'s: failover thresholds, say; they multiply the SCTP variants
-only). Points: path x loss x size x variant (xftp once per `parallel`) x TCP profile (the
-profiles multiply the TCP variants only) x stack x SCTP settings. Metrics: the transfer time
+only), `sctp_stacks` (whose SCTP both programs run: the kernel's, usrsctp inside UDP;
+base.read_sctp_stacks; the SCTP variants only). Points: path x loss x size x variant (xftp
+once per `parallel`) x TCP profile (the profiles multiply the TCP variants only) x stack x SCTP
+settings x SCTP stack. Metrics: the transfer time
 read from the client's pcap (the deciding one), with the same interval from the client's own
 clock as a cross-check
 (a disagreement beyond 1 ms flags the run), and per-run counters from the pcap."""
@@ -39,18 +41,22 @@ from experiments.stacks import (
     SCTP_KNOBS,
     SCTP_PROFILE,
     STACKS,
+    Stack,
     open_limits,
     sysctls_for,
 )
 from experiments.tshark import Host
 from experiments.workloads import dataset
 from experiments.workloads.base import (
+    KERNEL_SCTP,
     Metric,
     Point,
     WorkloadError,
     read_events,
+    read_sctp_stacks,
     read_stacks,
     require_programs,
+    sctp_stack_key_suffix,
     stack_records,
 )
 from experiments.workloads.client_server import (
@@ -111,6 +117,7 @@ class Settings:
     parallel: tuple[int, ...] = (DEFAULT_PARALLEL,)
     # (name, knobs) of each entry of [[matrix.sctp_settings]]; none: one unnamed, no knobs
     sctp_settings: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    sctp_stacks: tuple[str, ...] = (KERNEL_SCTP,)
 
 
 def parse_size(text: str | int) -> int:
@@ -142,6 +149,26 @@ def multihoming(topology: str, transport: str) -> dict[str, Any] | None:
     client = [*(o for a in kind.client_also for o in ("--sctp-also-bind", a)),
               *(o for a in kind.server_also for o in ("--sctp-also-peer", a))]
     return {"server": server, "client": client, "bind": kind.client_ip}
+
+
+# How usrsctp's SCTP reaches the wire, and what of a stack profile it does not take.
+USRSCTP_ENCAPSULATION = ("kernel: SCTP over IP; usrsctp: SCTP over UDP port 9899 at both ends "
+                         "(RFC 6951), 8 bytes more per packet, so 8 bytes less of a file per "
+                         "full packet on the same MTU")
+USRSCTP_NOT_APPLIED = ("the kernel's SCTP sysctls beyond the stack's three RTO timers (usrsctp "
+                       "reads its own: usrsctp_stack_settings); usrsctp keeps its own "
+                       "potentially-failed state off (sctp_path_pf_threshold 65535, "
+                       "usrsctplib/netinet/sctp_sysctl.h), which a single path never enters")
+
+
+def usrsctp_options(point: Point, stack: Stack, peer: bool) -> list[str]:
+    """A program's options for the point's SCTP stack: none for the kernel's (and for TCP);
+    on usrsctp its UDP ports, the stack's timers as usrsctp's sysctls, then the experiment's
+    own sysctls ("usrsctp:NAME=VALUE"), which win."""
+    sctp_stack = point.get("sctp_stack") or KERNEL_SCTP
+    if sctp_stack == KERNEL_SCTP:
+        return []
+    return procedure.sctp_stack_options(sctp_stack, peer=peer, sysctls=stack.usrsctp_sysctls())
 
 
 def transport_of(variant: str) -> str:
@@ -224,7 +251,7 @@ class FtpMget:
     data_direction = {"path": "down", "dualpath": "path1-down"}
     top_keys = {"metric": str}
     matrix_keys = {"file_sizes": list, "files": int, "variants": list, "stacks": list,
-                   "parallel": list, "sctp_settings": list}
+                   "parallel": list, "sctp_settings": list, "sctp_stacks": list}
     table = None
     table_keys: dict[str, Any] = {}
     # what a capture of headers keeps whole: the control channel and SCTP bundles
@@ -239,7 +266,7 @@ class FtpMget:
     )
     default_metric = "transfer_time_s"
     point_columns = ("path", "loss", "file_size", "files", "variant", "parallel", "profile",
-                     "stack", "sctp_settings")
+                     "stack", "sctp_settings", "sctp_stack")
     run_columns = ("transfer_time_s", "client_time_s", "pcap_client_diff_ms", "flagged",
                    "last_byte_after_226_s", "connections", "handshakes", "retransmissions",
                    "timeouts", *path_columns.COLUMNS, "client_gave_up_s")
@@ -275,8 +302,39 @@ class FtpMget:
             reader.choice("matrix.variants", variant, VARIANTS, "variant")
         parallel = self._parallel(reader, matrix, variants)
         stacks = read_stacks(reader, matrix)
-        return Settings(interval, sizes, files, tuple(variants), tuple(stacks), parallel,
-                        self._sctp_settings(reader, matrix, variants))
+        settings = Settings(interval, sizes, files, tuple(variants), tuple(stacks), parallel,
+                            self._sctp_settings(reader, matrix, variants),
+                            read_sctp_stacks(reader, matrix))
+        if settings.sctp_stacks != (KERNEL_SCTP,):
+            self._check_usrsctp(reader, data, settings)
+        return settings
+
+    @staticmethod
+    def _check_usrsctp(reader: Reader, data: dict[str, Any], settings: Settings) -> None:
+        """What an experiment with usrsctp among its SCTP stacks may not ask: the kernel's
+        SCTP knobs ([sctp], sctp_settings), which usrsctp does not read; a second path, whose
+        multihoming the programs do not give usrsctp; a stack that sets what usrsctp has no
+        counterpart for (stacks.Stack.usrsctp_refusal)."""
+        where = "matrix.sctp_stacks"
+        if all(transport_of(v) == "tcp" for v in settings.variants):
+            raise reader.fail(where, "apply to the SCTP variants, which matrix.variants does "
+                                     "not name")
+        if data.get("sctp"):
+            raise reader.fail("sctp", "the [sctp] knobs are the kernel's sysctls, which "
+                                      "usrsctp does not read: drop them, or run usrsctp in "
+                                      "an experiment of its own")
+        if settings.sctp_settings:
+            raise reader.fail("matrix.sctp_settings", "are the kernel's SCTP sysctls, which "
+                                                      "usrsctp does not read: run usrsctp in "
+                                                      "an experiment of its own")
+        if data.get("topology") == "dualpath":
+            raise reader.fail(where, "usrsctp runs on one path here (its associations are "
+                                     "not multihomed): use topology \"path\"")
+        for stack in settings.stacks:
+            refusal = STACKS[stack].usrsctp_refusal()
+            if refusal:
+                raise reader.fail("matrix.stacks", f"{refusal}: run usrsctp under another "
+                                                   "stack, or in an experiment of its own")
 
     @staticmethod
     def _sctp_settings(reader: Reader, matrix: dict[str, Any], variants: list[str]
@@ -327,6 +385,12 @@ class FtpMget:
                 "file_sizes": list(settings.file_sizes), "files": settings.files,
                 "variants": list(settings.variants), "parallel": list(settings.parallel),
                 "sctp_settings": {name: dict(knobs) for name, knobs in settings.sctp_settings},
+                "sctp_stacks": list(settings.sctp_stacks),
+                **({} if settings.sctp_stacks == (KERNEL_SCTP,) else {
+                    "sctp_encapsulation": USRSCTP_ENCAPSULATION,
+                    "usrsctp_stack_settings": {
+                        name: dict(STACKS[name].usrsctp_sysctls()) for name in settings.stacks},
+                    "usrsctp_not_applied": USRSCTP_NOT_APPLIED}),
                 "stacks": stack_records(settings.stacks)}
 
     # -- the matrix ----------------------------------------------------------------------------
@@ -340,18 +404,27 @@ class FtpMget:
                         for tcp_profile in experiment.tcp_profiles:
                             for stack in settings.stacks:
                                 for name, knobs in self._settings_of(settings, variant):
-                                    profile = profile_for(variant, tcp_profile)
-                                    label = f"{variant}{n}" if n else variant
-                                    key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
-                                           f"{settings.files}_{label}_{profile}_{stack}"
-                                           + (f"_{name}" if name else ""))
-                                    seen.setdefault(key, Point(key, path.name, loss, profile, (
-                                        ("path", path.name), ("loss", loss),
-                                        ("file_size", size), ("files", settings.files),
-                                        ("variant", variant), ("parallel", n),
-                                        ("profile", profile), ("stack", stack),
-                                        ("sctp_settings", name)), stack, knobs))
+                                    for sctp_stack in self._sctp_stacks_of(settings, variant):
+                                        profile = profile_for(variant, tcp_profile)
+                                        label = f"{variant}{n}" if n else variant
+                                        key = (f"{path.name}_loss{loss:g}_{size_label(size)}x"
+                                               f"{settings.files}_{label}_{profile}_{stack}"
+                                               + (f"_{name}" if name else "")
+                                               + sctp_stack_key_suffix(sctp_stack or KERNEL_SCTP))
+                                        seen.setdefault(key, Point(
+                                            key, path.name, loss, profile, (
+                                                ("path", path.name), ("loss", loss),
+                                                ("file_size", size), ("files", settings.files),
+                                                ("variant", variant), ("parallel", n),
+                                                ("profile", profile), ("stack", stack),
+                                                ("sctp_settings", name),
+                                                ("sctp_stack", sctp_stack)), stack, knobs))
         return list(seen.values())
+
+    @staticmethod
+    def _sctp_stacks_of(settings: Settings, variant: str) -> tuple[str, ...]:
+        """The SCTP stacks a variant's points multiply by: all for SCTP, none ("") for TCP."""
+        return ("",) if transport_of(variant) == "tcp" else settings.sctp_stacks
 
     @staticmethod
     def _settings_of(settings: Settings, variant: str
@@ -421,9 +494,12 @@ class FtpMget:
                 "data": str(data.root),
                 "expected": data.digests, "scratch": DOWNLOADS, **prepared["programs"],
                 "socket_options": stack.buffers(transport).program_options(),
-                "server_options": ["--reply-on-close"] if stack.ftpd_reply_on_close else [],
+                "sctp_stack": point.get("sctp_stack") or None,
+                "server_options": (["--reply-on-close"] if stack.ftpd_reply_on_close else [])
+                + usrsctp_options(point, stack, peer=False),
                 "client_options": (["--active"] if stack.ftp_active
-                                   and point.get("variant") in ACTIVE_VARIANTS else []),
+                                   and point.get("variant") in ACTIVE_VARIANTS else [])
+                + usrsctp_options(point, stack, peer=True),
                 "tcp_initial_rto_ms": stack.tcp_initial_rto_ms if transport == "tcp" else None}
 
     # -- inside the kernel ---------------------------------------------------------------------
@@ -448,6 +524,8 @@ class FtpMget:
         client_options = [*order["socket_options"], *order.get("client_options", [])]
         record["programs"] = {"ftpd": order.get("server_options", []),
                               "ftpc": order.get("client_options", [])}
+        if order.get("sctp_stack"):
+            record["sctp_stack"] = order["sctp_stack"]
         if order.get("parallel"):
             client_options += ["--parallel", str(order["parallel"])]
         # a data connection's opening is bounded by the stack's handshake, not the run's limit

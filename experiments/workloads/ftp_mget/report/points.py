@@ -9,21 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from analysis.results import FINISHED, ResultSet
+from experiments.workloads.base import KERNEL_SCTP
 from experiments.workloads.ftp_mget.workload import TCP_VARIANTS, size_label
 
 VARIANT_ORDER = ("tcp", "sctp-naive", "sctp-ms", "sctp-ms-cp", "xftp", "tcp-pipelined")
 
 
 def series_label(variant: str, profile: str, stack: str = "", parallel: int = 0,
-                 sctp_settings: str = "") -> str:
+                 sctp_settings: str = "", sctp_stack: str = "") -> str:
     """TCP variants' runs carry their TCP profile (tcp-newreno, tcp-linux); SCTP variants do
-    not, but their SCTP settings where the experiment has an axis of them. xftp names its
-    connections per transfer. The stack profile is named where the result set compares stacks
-    (else it is "")."""
+    not, but their SCTP settings where the experiment has an axis of them, and their SCTP
+    stack where not the kernel's. xftp names its connections per transfer. The stack profile
+    is named where the result set compares stacks (else it is "")."""
     name = f"{variant} x{parallel}" if parallel else variant
     label = f"{name} ({profile})" if variant in TCP_VARIANTS else name
     if sctp_settings:
         label = f"{label} {{{sctp_settings}}}"
+    if sctp_stack and sctp_stack != KERNEL_SCTP:
+        label = f"{label} on {sctp_stack}"
     return f"{label} [{stack}]" if stack else label
 
 
@@ -44,11 +47,12 @@ class PointKey:
     stack: str = ""       # the stack profile, where the result set has more than one
     parallel: int = 0     # xftp: data connections per transfer
     sctp_settings: str = ""   # the SCTP settings' name, where the experiment has an axis
+    sctp_stack: str = ""      # an SCTP variant's SCTP stack ("" for TCP and sets before it)
 
     @property
     def series(self) -> str:
         return series_label(self.variant, self.profile, self.stack, self.parallel,
-                            self.sctp_settings)
+                            self.sctp_settings, self.sctp_stack)
 
     def label(self) -> str:
         return (f"{self.path}, loss {self.loss:g}, {self.files} x {size_label(self.file_size)}, "
@@ -98,7 +102,14 @@ def key_of(row: dict[str, Any]) -> PointKey:
     return PointKey(str(row["path"]), _float(row["loss"]), _int(row["file_size"]),
                     _int(row["files"]), str(row["variant"]), str(row["profile"]),
                     str(row.get("stack") or ""), _int(row.get("parallel")),
-                    _text(row.get("sctp_settings")))
+                    _text(row.get("sctp_settings")), _sctp_stack(row))
+
+
+def _sctp_stack(row: dict[str, Any]) -> str:
+    """An SCTP variant's SCTP stack: the kernel's in result sets from before the axis."""
+    if str(row["variant"]) in TCP_VARIANTS:
+        return ""
+    return _text(row.get("sctp_stack")) or KERNEL_SCTP
 
 
 class FtpResults:
@@ -156,8 +167,9 @@ class FtpResults:
 
     def series(self) -> list[str]:
         keys = {p.key for p in self.points} | set(self.expected)
-        ranked = sorted(keys, key=lambda k: (k.stack, variant_rank(k.variant), k.profile,
-                                             k.sctp_settings))
+        ranked = sorted(keys, key=lambda k: (k.stack, k.sctp_stack not in ("", KERNEL_SCTP),
+                                             variant_rank(k.variant), k.profile,
+                                             k.sctp_settings, k.sctp_stack))
         return list(dict.fromkeys(k.series for k in ranked))
 
     def point(self, key: PointKey) -> Point | None:

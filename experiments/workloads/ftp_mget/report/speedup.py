@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.results import FINISHED
+from experiments.workloads.base import KERNEL_SCTP
 from experiments.workloads.ftp_mget.report.points import (
     FtpResults,
     Point,
@@ -97,9 +98,10 @@ class SpeedUp:
 
 
 def comparison_name(variant: str, baseline: str, baseline_profile: str = "",
-                    stack: str = "") -> str:
+                    stack: str = "", sctp_stack: str = "") -> str:
     base = series_label(baseline, baseline_profile) if baseline_profile else baseline
-    return f"{variant} over {base}" + (f" [{stack}]" if stack else "")
+    on = f" on {sctp_stack}" if sctp_stack and sctp_stack != KERNEL_SCTP else ""
+    return f"{variant} over {base}{on}" + (f" [{stack}]" if stack else "")
 
 
 def speedups(results: FtpResults) -> list[SpeedUp]:
@@ -112,10 +114,11 @@ def speedups(results: FtpResults) -> list[SpeedUp]:
                 continue
             for other_key, other in usable.items():
                 if (other_key.variant == baseline and _same_cell(key, other_key)
-                        and _same_tcp_profile(key, other_key)):
+                        and _same_tcp_profile(key, other_key)
+                        and _same_sctp_stack(key, other_key)):
                     name = comparison_name(candidate, baseline,
                                            other_key.profile if baseline in TCP_VARIANTS
-                                           else "", key.stack)
+                                           else "", key.stack, key.sctp_stack)
                     out.append(SpeedUp(name, point, other))
     paths = results.paths
     order = {name: i for i, name in enumerate(_comparison_order(results))}
@@ -130,18 +133,27 @@ def _same_tcp_profile(a: PointKey, b: PointKey) -> bool:
     return not (a.variant in TCP_VARIANTS and b.variant in TCP_VARIANTS) or a.profile == b.profile
 
 
+def _same_sctp_stack(a: PointKey, b: PointKey) -> bool:
+    """Two SCTP variants compare on one SCTP stack; a TCP variant against any."""
+    return a.variant in TCP_VARIANTS or b.variant in TCP_VARIANTS or a.sctp_stack == b.sctp_stack
+
+
 def _comparison_order(results: FtpResults) -> list[str]:
     names = []
+    sctp_stacks = sorted({p.key.sctp_stack for p in results.points},
+                         key=lambda s: (s not in ("", KERNEL_SCTP), s))
     for stack in sorted({p.key.stack for p in results.points}):
-        for candidate, baseline in COMPARISONS:
-            if baseline in TCP_VARIANTS:
-                profiles = sorted({p.key.profile for p in results.points
-                                   if p.key.variant == baseline})
-                names += [comparison_name(candidate, baseline, prof, stack)
-                          for prof in profiles]
-            else:
-                names.append(comparison_name(candidate, baseline, stack=stack))
-    return names
+        for sctp_stack in sctp_stacks:
+            for candidate, baseline in COMPARISONS:
+                if baseline in TCP_VARIANTS:
+                    profiles = sorted({p.key.profile for p in results.points
+                                       if p.key.variant == baseline})
+                    names += [comparison_name(candidate, baseline, prof, stack, sctp_stack)
+                              for prof in profiles]
+                else:
+                    names.append(comparison_name(candidate, baseline, stack=stack,
+                                                 sctp_stack=sctp_stack))
+    return list(dict.fromkeys(names))
 
 
 def _same_cell(a: PointKey, b: PointKey) -> bool:
