@@ -17,7 +17,7 @@ from typing import Any
 
 from analysis.results import ResultSet
 from analysis.scorecard import rules
-from experiments.claims import BEST, Claim
+from experiments.claims import BEST, SCTP_ONLY, Claim
 
 SCTP_PROFILE = "sctp"
 Columns = dict[str, Any]
@@ -101,11 +101,9 @@ def derived(metric: str, run: dict[str, Any]) -> float:
         return math.nan
 
 
-# Columns only SCTP points fill (a TCP point's cell is empty): a TCP point pairs with an SCTP
-# point of any such setting, two SCTP points only with the same one, and each setting is a
-# group of its own, as each TCP profile is (the SCTP stack's, group_of, where not the kernel's).
+# Of the columns only SCTP points fill (experiments.claims.SCTP_ONLY), each SCTP setting is a
+# group of its own, as each TCP profile is (the SCTP stack, group_of, where not the kernel's).
 SCTP_SETTINGS = ("sctp_settings",)
-SCTP_ONLY = (*SCTP_SETTINGS, "sctp_stack")
 
 
 def _unset(value: Any) -> bool:

@@ -36,6 +36,10 @@ FILE_KEYS = ("study", "experiment", "metric", "where", "claim", "quick", "also")
 ALSO_KEYS = ("experiment", "suffix", "as")
 EXPECTS = ("less", "greater")
 BEST = "best"    # a side's value that means: the axis value with the best mean
+# Point columns only SCTP points fill (a TCP point's cell is empty): a TCP point pairs with
+# an SCTP point of any value, two SCTP points only with the same one (the scorecard's
+# pairs, and the quick plan's choice of the points they need)
+SCTP_ONLY = ("sctp_settings", "sctp_stack")
 # columns every run has beside its workload's metrics (runs.csv), and metrics the scorecard
 # derives from a run's columns
 RUN_COLUMNS = ("queue_drops_data", "queue_drops_other", "loss_drops_data")

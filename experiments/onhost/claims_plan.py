@@ -113,7 +113,7 @@ def _for_claim(claim: Claim, points: list[Point], cost: Callable[[Point], float]
                ) -> list[Point]:
     if not points:
         return []
-    skip = (*claim.compare, "profile", "sctp_settings")   # as the scorecard pairs them
+    skip = (*claim.compare, "profile", *claims_data.SCTP_ONLY)   # as the scorecard pairs them
     if claim.axis or claim.best:
         axis = claim.axis or claim.best
         lines: dict[tuple[Any, ...], list[Point]] = {}
