@@ -98,9 +98,22 @@ class KernelSession:
                 return {"status": 1, "error": f"the batch ran past its {limit_s:.0f} s "
                                               "wall-time limit; its kernel was stopped"}
             time.sleep(POLL_S)
-        answer = json.loads(done.read_text())
+        answer = self._read_answer(done)
         done.unlink()
         return answer
+
+    def _read_answer(self, done: Path) -> dict[str, Any]:
+        """The kernel's answer, waited for while its bytes are on their way; a failed batch if
+        the kernel died before they reached the host."""
+        while True:
+            try:
+                answer: dict[str, Any] = json.loads(done.read_text())
+                return answer
+            except json.JSONDecodeError:
+                if not self.alive:
+                    return {"status": 1, "error": "the kernel stopped before its answer for "
+                                                  f"the batch reached the host:\n{self.ended_why()}"}
+            time.sleep(POLL_S)
 
     def ended_why(self) -> str:
         if self.error:
