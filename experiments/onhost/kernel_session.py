@@ -111,8 +111,9 @@ class KernelSession:
                 return answer
             except json.JSONDecodeError:
                 if not self.alive:
+                    why = self.ended_why()
                     return {"status": 1, "error": "the kernel stopped before its answer for "
-                                                  f"the batch reached the host:\n{self.ended_why()}"}
+                                                  f"the batch reached the host:\n{why}"}
             time.sleep(POLL_S)
 
     def ended_why(self) -> str:
