@@ -521,14 +521,16 @@ int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out) {
   return 0;
 }
 
-int xp_round_robin_streams(const struct xp_conn *c) {
+int xp_stream_scheduler(const struct xp_conn *c, int round_robin) {
   struct sctp_assoc_value v;
   if (c->proto != XP_SCTP) {
     return 0;
   }
   if (usx_is(c->fd)) {
-    errno = ENOTSUP; /* not yet asked of usrsctp */
-    return -1;
+    return usx_stream_scheduler(c->fd, round_robin);
+  }
+  if (!round_robin) {
+    return 0; /* the kernel's default */
   }
   memset(&v, 0, sizeof v);
   v.assoc_value = SCTP_SS_RR;

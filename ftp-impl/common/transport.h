@@ -117,10 +117,11 @@ int xp_drop_queued(const struct xp_conn *c);
 const char *xp_stack_name(const struct xp_conn *c);
 /* Streams negotiated on an SCTP association (TCP: 1 and 1). */
 int xp_streams(const struct xp_conn *c, unsigned *in, unsigned *out);
-/* SCTP: send the queued messages of different streams in turn (the kernel's
- * round-robin stream scheduler) instead of first come, first served.  TCP:
+/* SCTP: send the queued messages of different streams in turn (1: a
+ * round-robin stream scheduler) or first come, first served (0: the
+ * kernel's default, asked of usrsctp, whose default is the round).  TCP:
  * nothing. */
-int xp_round_robin_streams(const struct xp_conn *c);
+int xp_stream_scheduler(const struct xp_conn *c, int round_robin);
 /* TCP: hold partial segments until uncorked (TCP_CORK), so that what is
  * sent in several calls leaves in full segments.  SCTP: nothing. */
 int xp_cork(const struct xp_conn *c, int on);

@@ -63,6 +63,9 @@ void usx_abort(int fd);
 int usx_local_addr(int fd, struct addr *a);
 int usx_peer_addr(int fd, struct addr *a);
 int usx_streams(int fd, unsigned *in, unsigned *out);
+/* Queued messages of different streams sent in turn (1) or first come first
+ * served (0). */
+int usx_stream_scheduler(int fd, int round_robin);
 
 /* An association's state, in RFC 4960's names. */
 enum usx_state {

@@ -402,6 +402,22 @@ static int64_t get_int(struct socket *so, int level, int opt) {
   return usrsctp_getsockopt(so, level, opt, &v, &len) == 0 ? v : -1;
 }
 
+int usx_stream_scheduler(int fd, int round_robin) {
+  struct usx_sock *s = owned(fd);
+  struct sctp_assoc_value av;
+  if (s == NULL) {
+    return -1;
+  }
+  memset(&av, 0, sizeof av);
+  /* SCTP_SS_DEFAULT is FreeBSD's wheel of the streams in the order they got
+   * data, as Linux's SCTP_SS_RR (net/sctp/stream_sched_rr.c);
+   * SCTP_SS_ROUND_ROBIN would sort the wheel by stream number.  usrsctp's
+   * own default is the wheel, so first come first served is asked for. */
+  av.assoc_value = round_robin ? SCTP_SS_DEFAULT : SCTP_SS_FIRST_COME;
+  return usrsctp_setsockopt(s->so, IPPROTO_SCTP, SCTP_PLUGGABLE_SS, &av,
+                            (socklen_t)sizeof av);
+}
+
 void usx_settings(int fd, struct usx_settings *out) {
   struct usx_sock *s = owned(fd);
   struct sctp_assoc_value av;

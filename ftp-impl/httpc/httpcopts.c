@@ -11,6 +11,7 @@
 #include "cliparse.h"
 #include "httpmsg.h"
 #include "str.h"
+#include "usx.h"
 #include "xpargs.h"
 
 static const char usage_text[] =
@@ -28,6 +29,12 @@ static const char usage_text[] =
     "                     whole head from its first byte (default 60)\n"
     "  --sndbuf/--rcvbuf BYTES  SO_SNDBUF / SO_RCVBUF\n"
     "  --nodelay 0|1      TCP_NODELAY / SCTP_NODELAY (default 1)\n"
+    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
+    "                     speaks it inside UDP (RFC 6951)\n"
+    "  --sctp-udp-port PORT  usrsctp: its own UDP port (default 9899)\n"
+    "  --sctp-peer-udp-port PORT   usrsctp: the server's UDP port (default\n"
+    "                     9899)\n"
+    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n"
     "Events go to stdout as JSON lines.  Exit 0: every object 200 and "
     "whole;\n1: a transfer failed or an object was refused; 2: usage.\n";
 
@@ -41,7 +48,8 @@ enum {
   O_TIMEOUT
 };
 
-/* and --streams, --sndbuf, --rcvbuf and --nodelay (xpargs.h) */
+/* and --streams, --sndbuf, --rcvbuf, --nodelay and the SCTP stack's
+ * (xpargs.h) */
 static const struct option longopts[] = {
     {"proto", required_argument, NULL, O_PROTO},
     {"server", required_argument, NULL, O_SERVER},
@@ -55,7 +63,7 @@ static const struct option longopts[] = {
 
 #define HTTPC_XP                                                               \
   (XPA_BIT(XPA_STREAMS) | XPA_BIT(XPA_SNDBUF) | XPA_BIT(XPA_RCVBUF) |          \
-   XPA_BIT(XPA_NODELAY))
+   XPA_BIT(XPA_NODELAY) | XPA_SCTP_STACKS)
 
 struct parse {
   struct httpc_opts *o;
@@ -132,6 +140,10 @@ void httpc_opts_parse(int argc, char **argv, struct httpc_opts *o) {
   }
   if (first >= argc) {
     cli_usage_exit("name a DOCUMENT to fetch (a path such as /index.html)");
+  }
+  xpa_check_stack(o->proto == XP_SCTP, "--proto sctp", &o->xp);
+  if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
+    o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
   }
   o->paths = argv + first;
   o->npaths = argc - first;

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "httpmsg.h"
 #include "localfile.h"
+#include "stackevents.h"
 #include "str.h"
 #include "sysutil.h"
 
@@ -383,6 +384,7 @@ static int connect_server(struct page *pg) {
   ev_str(&e, "proto", xp_proto_name(o->proto));
   ev_int(&e, "streams_in", in);
   ev_int(&e, "streams_out", out);
+  xp_stack_fields(&e, &pg->c, &o->xp);
   ev_end(&e);
   return 0;
 }
@@ -427,6 +429,7 @@ static void page_event(const struct page *pg, double t0) {
   ev_int(&e, "objects", pg->nobjs);
   ev_u64(&e, "bytes", bytes);
   ev_num(&e, "seconds", sys_mono_now() - t0);
+  xp_stack_end_fields(&e, pg->o->proto, &pg->o->xp);
   ev_end(&e);
 }
 

@@ -15,6 +15,7 @@
 #include "privs.h"
 #include "str.h"
 #include "sysutil.h"
+#include "usx.h"
 
 static void serve_connection(struct xp_conn *c, const struct addr *peer) {
   char who[96];
@@ -49,6 +50,10 @@ static void refuse(struct xp_conn *c, const struct addr *peer,
 }
 
 static void drop_privileges(void) {
+  if (httpd_opts.xp.stack == XP_STACK_USRSCTP) {
+    log_line("STACK sctp usrsctp, UDP port %d, one connection at a time",
+             usx_udp_port(&httpd_opts.xp));
+  }
   privs_drop(httpd_opts.run_as, httpd_opts.root);
 }
 
@@ -71,6 +76,7 @@ int main(int argc, char **argv) {
   conf.serve = serve_connection;
   conf.refuse = refuse;
   conf.on_listening = drop_privileges;
+  conf.in_process = httpd_opts.xp.stack == XP_STACK_USRSCTP;
   if (httpd_opts.write_size == 0) {
     conf.loop = httploop_new(httpd_opts.max_clients);
   }

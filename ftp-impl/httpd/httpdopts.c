@@ -49,6 +49,11 @@ static const char usage_text[] =
     "  --nodelay 0|1         TCP_NODELAY / SCTP_NODELAY (default 1)\n"
     "  --sctp-scheduler fcfs|rr  SCTP: queued answers sent first come first\n"
     "                        served, or their streams in turn (default rr)\n"
+    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
+    "                        speaks it inside UDP (RFC 6951) and serves one\n"
+    "                        connection at a time\n"
+    "  --sctp-udp-port PORT  usrsctp: its UDP port (default 9899)\n"
+    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n"
     "  --run-as USER         started as root: the user after binding (default\n"
     "                        nobody; root keeps root)\n"
     "  --log FILE            one line per request (default stderr)\n"
@@ -75,7 +80,8 @@ enum {
   O_CORK
 };
 
-/* and --streams, --io-timeout, --sndbuf, --rcvbuf and --nodelay (xpargs.h) */
+/* and --streams, --io-timeout, --sndbuf, --rcvbuf, --nodelay and the SCTP
+ * stack's (xpargs.h) */
 static const struct option longopts[] = {
     {"root", required_argument, NULL, O_ROOT},
     {"listen", required_argument, NULL, O_LISTEN},
@@ -100,7 +106,7 @@ static const struct option longopts[] = {
 
 #define HTTPD_XP                                                               \
   (XPA_BIT(XPA_STREAMS) | XPA_BIT(XPA_IO_TIMEOUT) | XPA_BIT(XPA_SNDBUF) |      \
-   XPA_BIT(XPA_RCVBUF) | XPA_BIT(XPA_NODELAY))
+   XPA_BIT(XPA_RCVBUF) | XPA_BIT(XPA_NODELAY) | XPA_SCTP_STACK_OWN)
 
 static void set_root(const char *arg) {
   if (realpath(arg, httpd_opts.root) == NULL) {
@@ -198,6 +204,8 @@ void httpd_opts_parse(int argc, char **argv) {
   if (httpd_opts.listen_tcp[0] == '\0' && httpd_opts.listen_sctp[0] == '\0') {
     cli_usage_exit("--listen or --listen-sctp is required");
   }
+  xpa_check_stack(httpd_opts.listen_sctp[0] != '\0', "--listen-sctp ADDR:PORT",
+                  &httpd_opts.xp);
   if (httpd_opts.limits.max_target + 32 > httpd_opts.limits.max_head) {
     cli_usage_exit("--max-target must leave room in --max-head");
   }

@@ -328,8 +328,10 @@ static void conn_init(struct http_conn *k, struct xp_conn *c, int adopt,
     k->lanes[i].started_ms = 0;
   }
   buf_init(&k->out, COLLECT_MAX);
-  if (httpd_opts.round_robin && xp_round_robin_streams(c) != 0) {
-    log_line("FAIL round-robin stream scheduler: %s", strerror(errno));
+  if (xp_stream_scheduler(c, httpd_opts.round_robin) != 0) {
+    log_line("FAIL %s stream scheduler: %s",
+             httpd_opts.round_robin ? "round-robin" : "first-come",
+             strerror(errno));
   }
   log_line("CONNECT %s streams=%u", xp_proto_name(c->proto), k->nlanes);
 }

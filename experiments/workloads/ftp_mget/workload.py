@@ -41,12 +41,11 @@ from experiments.stacks import (
     SCTP_KNOBS,
     SCTP_PROFILE,
     STACKS,
-    Stack,
     open_limits,
     sysctls_for,
 )
 from experiments.tshark import Host
-from experiments.workloads import dataset
+from experiments.workloads import dataset, usrsctp_axis
 from experiments.workloads.base import (
     KERNEL_SCTP,
     Metric,
@@ -149,26 +148,6 @@ def multihoming(topology: str, transport: str) -> dict[str, Any] | None:
     client = [*(o for a in kind.client_also for o in ("--sctp-also-bind", a)),
               *(o for a in kind.server_also for o in ("--sctp-also-peer", a))]
     return {"server": server, "client": client, "bind": kind.client_ip}
-
-
-# How usrsctp's SCTP reaches the wire, and what of a stack profile it does not take.
-USRSCTP_ENCAPSULATION = ("kernel: SCTP over IP; usrsctp: SCTP over UDP port 9899 at both ends "
-                         "(RFC 6951), 8 bytes more per packet, so 8 bytes less of a file per "
-                         "full packet on the same MTU")
-USRSCTP_NOT_APPLIED = ("the kernel's SCTP sysctls beyond the stack's three RTO timers (usrsctp "
-                       "reads its own: usrsctp_stack_settings); usrsctp keeps its own "
-                       "potentially-failed state off (sctp_path_pf_threshold 65535, "
-                       "usrsctplib/netinet/sctp_sysctl.h), which a single path never enters")
-
-
-def usrsctp_options(point: Point, stack: Stack, peer: bool) -> list[str]:
-    """A program's options for the point's SCTP stack: none for the kernel's (and for TCP);
-    on usrsctp its UDP ports, the stack's timers as usrsctp's sysctls, then the experiment's
-    own sysctls ("usrsctp:NAME=VALUE"), which win."""
-    sctp_stack = point.get("sctp_stack") or KERNEL_SCTP
-    if sctp_stack == KERNEL_SCTP:
-        return []
-    return procedure.sctp_stack_options(sctp_stack, peer=peer, sysctls=stack.usrsctp_sysctls())
 
 
 def transport_of(variant: str) -> str:
@@ -315,26 +294,14 @@ class FtpMget:
         SCTP knobs ([sctp], sctp_settings), which usrsctp does not read; a second path, whose
         multihoming the programs do not give usrsctp; a stack that sets what usrsctp has no
         counterpart for (stacks.Stack.usrsctp_refusal)."""
-        where = "matrix.sctp_stacks"
         if all(transport_of(v) == "tcp" for v in settings.variants):
-            raise reader.fail(where, "apply to the SCTP variants, which matrix.variants does "
-                                     "not name")
-        if data.get("sctp"):
-            raise reader.fail("sctp", "the [sctp] knobs are the kernel's sysctls, which "
-                                      "usrsctp does not read: drop them, or run usrsctp in "
-                                      "an experiment of its own")
+            raise reader.fail("matrix.sctp_stacks", "apply to the SCTP variants, which "
+                                                    "matrix.variants does not name")
         if settings.sctp_settings:
             raise reader.fail("matrix.sctp_settings", "are the kernel's SCTP sysctls, which "
                                                       "usrsctp does not read: run usrsctp in "
                                                       "an experiment of its own")
-        if data.get("topology") == "dualpath":
-            raise reader.fail(where, "usrsctp runs on one path here (its associations are "
-                                     "not multihomed): use topology \"path\"")
-        for stack in settings.stacks:
-            refusal = STACKS[stack].usrsctp_refusal()
-            if refusal:
-                raise reader.fail("matrix.stacks", f"{refusal}: run usrsctp under another "
-                                                   "stack, or in an experiment of its own")
+        usrsctp_axis.refuse(reader, data, settings.stacks)
 
     @staticmethod
     def _sctp_settings(reader: Reader, matrix: dict[str, Any], variants: list[str]
@@ -385,12 +352,7 @@ class FtpMget:
                 "file_sizes": list(settings.file_sizes), "files": settings.files,
                 "variants": list(settings.variants), "parallel": list(settings.parallel),
                 "sctp_settings": {name: dict(knobs) for name, knobs in settings.sctp_settings},
-                "sctp_stacks": list(settings.sctp_stacks),
-                **({} if settings.sctp_stacks == (KERNEL_SCTP,) else {
-                    "sctp_encapsulation": USRSCTP_ENCAPSULATION,
-                    "usrsctp_stack_settings": {
-                        name: dict(STACKS[name].usrsctp_sysctls()) for name in settings.stacks},
-                    "usrsctp_not_applied": USRSCTP_NOT_APPLIED}),
+                **usrsctp_axis.record(settings.sctp_stacks, settings.stacks),
                 "stacks": stack_records(settings.stacks)}
 
     # -- the matrix ----------------------------------------------------------------------------
@@ -496,10 +458,10 @@ class FtpMget:
                 "socket_options": stack.buffers(transport).program_options(),
                 "sctp_stack": point.get("sctp_stack") or None,
                 "server_options": (["--reply-on-close"] if stack.ftpd_reply_on_close else [])
-                + usrsctp_options(point, stack, peer=False),
+                + usrsctp_axis.program_options(point, stack, peer=False),
                 "client_options": (["--active"] if stack.ftp_active
                                    and point.get("variant") in ACTIVE_VARIANTS else [])
-                + usrsctp_options(point, stack, peer=True),
+                + usrsctp_axis.program_options(point, stack, peer=True),
                 "tcp_initial_rto_ms": stack.tcp_initial_rto_ms if transport == "tcp" else None}
 
     # -- inside the kernel ---------------------------------------------------------------------

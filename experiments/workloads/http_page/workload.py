@@ -8,14 +8,16 @@
 Its keys: [page] (objects, object_size, write_size, sctp_streams, sctp_scheduler), and in
 [matrix] `document_sizes`, `transports` (tcp, sctp) and `stacks` (the hosts' windows and
 timers, stacks.STACKS: their socket buffers go to httpd and httpc, their initial TCP RTO
-through sock_ops; "linux" when absent). With objects = 0 the run is the study's single-file
-test. Points: path x loss x document size x transport x TCP profile (the profiles multiply
-TCP only) x stack. Metrics, from the client's pcap: the page time (the document's
-request leaving the client to the last object's last byte deliverable; the deciding one), the
-document's time, the objects' time (their first request to the last one's last byte); the
-same page time from httpc's own clock as a cross-check (beyond 10 ms and 2% the run is
-flagged); the pcap's retransmission counters. Each run's objects.csv holds every object's
-request, first byte and completion, from the pcap and from httpc."""
+through sock_ops; "linux" when absent) and `sctp_stacks` (whose SCTP httpd and httpc run: the
+kernel's, usrsctp inside UDP; base.read_sctp_stacks; SCTP points only). With objects = 0 the
+run is the study's single-file test. Points: path x loss x document size x transport x TCP
+profile (the profiles multiply TCP only) x stack x SCTP stack. Metrics, from the client's pcap:
+the page time (the document's request leaving the client to the last object's last byte
+deliverable; the deciding one), the document's time, the objects' time (their first request
+to the last one's last byte); the same page time from httpc's own clock as a cross-check
+(beyond 10 ms and 2% the run is flagged); the pcap's retransmission counters. Each run's
+objects.csv holds every object's request, first byte and completion, from the pcap and from
+httpc."""
 from __future__ import annotations
 
 import csv
@@ -27,14 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 from experiments import procedure
 from experiments.stacks import DEFAULT_STACK, SCTP_PROFILE, STACKS
-from experiments.workloads import dataset
+from experiments.workloads import dataset, usrsctp_axis
 from experiments.workloads.base import (
+    KERNEL_SCTP,
     Metric,
     Point,
     WorkloadError,
     read_events,
+    read_sctp_stacks,
     read_stacks,
     require_programs,
+    sctp_stack_key_suffix,
     stack_key_suffix,
     stack_records,
 )
@@ -82,6 +87,7 @@ class Settings:
     sctp_streams: int = 10
     sctp_scheduler: str = "rr"
     stacks: tuple[str, ...] = (DEFAULT_STACK,)
+    sctp_stacks: tuple[str, ...] = (KERNEL_SCTP,)
 
 
 class HttpPage:
@@ -89,7 +95,8 @@ class HttpPage:
     topologies = ("path",)
     data_direction = {"path": "down"}    # answers: server to client
     top_keys: dict[str, Any] = {}
-    matrix_keys = {"document_sizes": list, "transports": list, "stacks": list}
+    matrix_keys = {"document_sizes": list, "transports": list, "stacks": list,
+                   "sctp_stacks": list}
     table = "page"
     table_keys = {"objects": int, "object_size": (int, str), "write_size": int,
                   "sctp_streams": int, "sctp_scheduler": str}
@@ -108,7 +115,7 @@ class HttpPage:
     )
     default_metric = "page_time_s"
     point_columns = ("path", "loss", "document_size", "objects", "object_size", "transport",
-                     "profile", "stack")
+                     "profile", "stack", "sctp_stack")
     run_columns = ("page_time_s", "client_page_time_s", "pcap_client_diff_ms", "flagged",
                    "document_time_s", "objects_time_s", "connections", "handshakes",
                    "retransmissions", "timeouts", "server_data_packets")
@@ -141,7 +148,7 @@ class HttpPage:
             write_size=page.get("write_size", 1024),
             sctp_streams=page.get("sctp_streams", 10),
             sctp_scheduler=page.get("sctp_scheduler", "rr"),
-            stacks=read_stacks(reader, matrix))
+            stacks=read_stacks(reader, matrix), sctp_stacks=read_sctp_stacks(reader, matrix))
         if not 0 <= settings.objects <= MAX_OBJECTS:
             raise reader.fail("page.objects", f"0 to {MAX_OBJECTS} embedded objects")
         if not 0 <= settings.object_size <= MAX_DOCUMENT:
@@ -151,6 +158,11 @@ class HttpPage:
         if not 1 <= settings.sctp_streams <= 65535:
             raise reader.fail("page.sctp_streams", "1 to 65535 streams")
         reader.choice("page.sctp_scheduler", settings.sctp_scheduler, SCHEDULERS, "scheduler")
+        if settings.sctp_stacks != (KERNEL_SCTP,):
+            if "sctp" not in settings.transports:
+                raise reader.fail("matrix.sctp_stacks", "apply to SCTP, which "
+                                                        "matrix.transports does not name")
+            usrsctp_axis.refuse(reader, data, settings.stacks)
         return settings
 
     def record(self, settings: Settings) -> dict[str, Any]:
@@ -158,6 +170,7 @@ class HttpPage:
                 "page": {**vars(settings), "document_sizes": list(settings.document_sizes),
                          "transports": list(settings.transports),
                          "stacks": list(settings.stacks),
+                         **usrsctp_axis.record(settings.sctp_stacks, settings.stacks),
                          "mapping": "TCP: one persistent connection, the objects' requests "
                                     "pipelined; SCTP: one association, each request on the "
                                     "first free stream and its answer on that stream",
@@ -174,22 +187,27 @@ class HttpPage:
                     for transport in settings.transports:
                         for tcp_profile in experiment.tcp_profiles:
                             for stack in settings.stacks:
-                                point = self._point(settings, path.name, loss, size,
-                                                    transport, tcp_profile, stack)
-                                seen.setdefault(point.key, point)
+                                # the SCTP stacks multiply SCTP only ("": TCP's point)
+                                for sctp_stack in (settings.sctp_stacks if transport == "sctp"
+                                                   else ("",)):
+                                    point = self._point(settings, path.name, loss, size,
+                                                        transport, tcp_profile, stack,
+                                                        sctp_stack)
+                                    seen.setdefault(point.key, point)
         return list(seen.values())
 
     @staticmethod
     def _point(settings: Settings, path: str, loss: float, size: int, transport: str,
-               tcp_profile: str, stack: str) -> Point:
+               tcp_profile: str, stack: str, sctp_stack: str) -> Point:
         profile = tcp_profile if transport == "tcp" else SCTP_PROFILE
         key = (f"{path}_loss{loss:g}_{size_label(size) if size else 0}"
                f"+{settings.objects}x{size_label(settings.object_size)}_{transport}_{profile}"
-               + stack_key_suffix(stack))
+               + stack_key_suffix(stack) + sctp_stack_key_suffix(sctp_stack or KERNEL_SCTP))
         return Point(key, path, loss, profile, (
             ("path", path), ("loss", loss), ("document_size", size),
             ("objects", settings.objects), ("object_size", settings.object_size),
-            ("transport", transport), ("profile", profile), ("stack", stack)), stack)
+            ("transport", transport), ("profile", profile), ("stack", stack),
+            ("sctp_stack", sctp_stack)), stack)
 
     def estimate_s(self, experiment: Experiment, point: Point) -> float:
         path = experiment.network.entry(point.network)
@@ -226,7 +244,11 @@ class HttpPage:
                 "tcp_initial_rto_ms": stack.tcp_initial_rto_ms if transport == "tcp" else None,
                 "paths": page.paths(), "expected": page.digests, "scratch": DOWNLOADS,
                 "write_size": settings.write_size, "streams": settings.sctp_streams,
-                "scheduler": settings.sctp_scheduler, **prepared["programs"]}
+                "scheduler": settings.sctp_scheduler,
+                "sctp_stack": point.get("sctp_stack"),
+                "server_options": usrsctp_axis.program_options(point, stack, peer=False),
+                "client_options": usrsctp_axis.program_options(point, stack, peer=True),
+                **prepared["programs"]}
 
     # -- inside the kernel ---------------------------------------------------------------------
     def execute(self, net: Topology, run: dict[str, Any], run_dir: Path,
@@ -245,16 +267,22 @@ class HttpPage:
         download.mkdir(parents=True)
         timeout_s = run["timeout_s"]
         buffers = order.get("socket_options", [])
+        record["programs"] = {"httpd": order.get("server_options", []),
+                              "httpc": order.get("client_options", [])}
+        if order.get("sctp_stack"):
+            record["sctp_stack"] = order["sctp_stack"]
         httpd_argv = wrap(procedure.http_server_argv(
             order["httpd"], order["root"], SERVER_IP, str(run_dir / "httpd.log"), timeout_s,
             options=["--write-size", str(order["write_size"]), "--sctp-scheduler",
-                     order["scheduler"], "--max-sessions", "1", *buffers]))
+                     order["scheduler"], "--max-sessions", "1", *buffers,
+                     *order.get("server_options", [])]))
         try:
             with server_and_capture(net, run, record, mark, httpd_argv,
                                     run_dir / "httpd.out"):
                 run_client(net, wrap(procedure.http_client_argv(
                     order["httpc"], order["transport"], SERVER_IP, str(download), timeout_s,
-                    order["paths"], options=["--streams", str(order["streams"]), *buffers])),
+                    order["paths"], options=["--streams", str(order["streams"]), *buffers,
+                                             *order.get("client_options", [])])),
                     run_dir, timeout_s, record, mark)
                 require_intact(download, order["expected"], "objects", mark)
         finally:

@@ -24,7 +24,9 @@ from analysis.results import FINISHED, ResultSet, named_runs  # noqa: E402
 if TYPE_CHECKING:
     from analysis.report import Report
 
-COLORS = {"tcp": "#1f77b4", "sctp": "#d62728"}
+COLORS = {"tcp": "#1f77b4", "sctp": "#d62728", "sctp on usrsctp": "#ff7f0e"}
+# the page's transports as the figures draw them: SCTP once per SCTP stack
+SERIES = ("tcp", "sctp", "sctp on usrsctp")
 METRICS = (("page_time_s", "page"), ("document_time_s", "document"),
            ("objects_time_s", "objects"))
 
@@ -38,18 +40,28 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
+def series(row: dict[str, Any]) -> str:
+    """The transport a row ran, with the SCTP stack where it is not the kernel's: "tcp",
+    "sctp", "sctp on usrsctp" (a usrsctp with sysctls of its own keeps them in its name)."""
+    transport, sctp_stack = str(row.get("transport")), str(row.get("sctp_stack") or "")
+    if transport != "sctp" or sctp_stack in ("", "kernel", "nan", "None"):
+        return transport
+    return f"sctp on {sctp_stack}"
+
+
 def _paths(results: ResultSet) -> list[dict[str, Any]]:
     return list(results.experiment.get("paths", []))
 
 
 def tables(results: ResultSet) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """pages.csv: per point, each interval's mean and 90% half-width."""
-    columns = ["path", "loss", "document_size", "objects", "transport", "profile", "n", "status"]
+    columns = ["path", "loss", "document_size", "objects", "transport", "sctp_stack", "profile",
+               "n", "status"]
     for metric, _ in METRICS:
         columns += [f"{metric}_mean", f"{metric}_ci90_half"]
     rows = sorted(results.summary, key=lambda r: (str(r.get("path")), r.get("loss", 0),
                                                   r.get("document_size", 0),
-                                                  str(r.get("transport"))))
+                                                  series(r)))
     return {"pages": (columns, rows)}
 
 
@@ -86,9 +98,9 @@ def page_time_figure(results: ResultSet, document_size: Any, log_scale: bool) ->
         if log_scale:
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-        for transport in ("tcp", "sctp"):
+        for transport in _series_of(results.summary):
             rows = sorted((r for r in results.summary if str(r.get("path")) == path
-                           and str(r.get("transport")) == transport
+                           and series(r) == transport
                            and r.get("document_size") == document_size),
                           key=lambda r: r.get("loss", 0))
             rows = [r for r in rows if _num(r.get("page_time_s_mean")) is not None]
@@ -97,13 +109,13 @@ def page_time_figure(results: ResultSet, document_size: Any, log_scale: bool) ->
             x = [100 * float(r["loss"]) for r in rows]
             y = [float(r["page_time_s_mean"]) for r in rows]
             err = [_num(r.get("page_time_s_ci90_half")) or 0.0 for r in rows]
-            ax.errorbar(x, y, yerr=err, color=COLORS[transport], marker="o", capsize=3,
-                        label=transport.upper())
+            ax.errorbar(x, y, yerr=err, color=COLORS.get(transport), marker="o", capsize=3,
+                        label=_label(transport))
             hollow = [(a, b) for a, b, r in zip(x, y, rows, strict=True)
                       if r.get("status") not in FINISHED]
             if hollow:
                 ax.scatter(*zip(*hollow, strict=True), facecolors="white",
-                           edgecolors=COLORS[transport], zorder=3)
+                           edgecolors=COLORS.get(transport), zorder=3)
             for r in rows:
                 fig.analysis_data.append({"path": path, "transport": transport,
                                           "loss": r["loss"], "n": r.get("n"),
@@ -113,6 +125,18 @@ def page_time_figure(results: ResultSet, document_size: Any, log_scale: bool) ->
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize="small")
     return fig
+
+
+def _series_of(rows: list[dict[str, Any]]) -> list[str]:
+    """The series the rows hold, TCP first, then SCTP on the kernel's and on other stacks."""
+    present = {series(r) for r in rows}
+    return [s for s in SERIES if s in present] + sorted(present - set(SERIES))
+
+
+def _label(name: str) -> str:
+    """"sctp on usrsctp" -> "SCTP on usrsctp": the transport in capitals, the stack as named."""
+    transport, on, stack = name.partition(" on ")
+    return transport.upper() + on + stack
 
 
 def chosen_runs(results: ResultSet, run_ids: list[str] | None = None) -> list[dict[str, Any]]:
@@ -129,9 +153,9 @@ def chosen_runs(results: ResultSet, run_ids: list[str] | None = None) -> list[di
     first_path = str(lossy[0].get("path"))
     worst = max(r["loss"] for r in lossy if str(r.get("path")) == first_path)
     out = []
-    for transport in ("tcp", "sctp"):
+    for transport in _series_of(lossy):
         mine = [r for r in lossy if str(r.get("path")) == first_path and r["loss"] == worst
-                and str(r.get("transport")) == transport]
+                and series(r) == transport]
         if mine:
             mean = sum(r["page_time_s"] for r in mine) / len(mine)
             out.append(min(mine, key=lambda r: abs(r["page_time_s"] - mean)))
@@ -154,12 +178,12 @@ def timeline_figure(results: ResultSet, runs: list[dict[str, Any]]) -> Figure:
         if not rows:
             raise ValueError(f"{run['run_id']}: objects.csv is empty")
         ax = fig.add_subplot(len(runs), 1, i + 1)
-        ax.set_title(f"{run['run_id']} ({str(run.get('transport')).upper()})", fontsize="small")
+        ax.set_title(f"{run['run_id']} ({_label(series(run))})", fontsize="small")
         for row in rows:
             k = int(row["object"])
             start = float(row["request_s"])
             end = float(row["complete_s"]) if row["complete_s"] else math.nan
-            ax.barh(k, end - start, left=start, color=COLORS.get(str(run.get("transport"))),
+            ax.barh(k, end - start, left=start, color=COLORS.get(series(run)),
                     alpha=0.7)
             if row["first_byte_s"]:
                 ax.plot([float(row["first_byte_s"])], [k], marker="|", color="black")
@@ -191,7 +215,7 @@ def _table_html(results: ResultSet) -> str:
             cells.append("-" if mean is None else
                          f"{mean:.3g} ± {half:.2g}" if half is not None else f"{mean:.3g}")
         rows.append([row.get("path"), f"{100 * float(row.get('loss', 0)):g}%",
-                     row.get("document_size"), row.get("objects"), row.get("transport"),
+                     row.get("document_size"), row.get("objects"), series(row),
                      row.get("n"), *cells, row.get("status")])
     return ("<p>Per point: mean over the runs that count ± the half-width of the 90% "
             "Student-t interval (summary.csv; also <a href=\"pages.csv\">pages.csv</a>), "
