@@ -11,7 +11,6 @@
 #include "cliargs.h"
 #include "cliparse.h"
 #include "str.h"
-#include "usx.h"
 #include "xpargs.h"
 
 static const char usage_text[] =
@@ -248,7 +247,5 @@ void bulkopts_parse(int argc, char **argv, struct bulkopts *o) {
   require(p.seen, O_TO);
   require(p.seen, O_DURATION);
   finish_write_size(o, p.seen);
-  if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
-    o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
-  }
+  xpa_default_peer_udp_port(&o->xp);
 }

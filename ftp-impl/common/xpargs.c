@@ -7,6 +7,7 @@
 
 #include "cliargs.h"
 #include "str.h"
+#include "usx.h"
 #include "usxsysctl.h"
 
 /* An option is a number in [lo, hi], or (hi 0) an address added to a list
@@ -154,5 +155,11 @@ void xpa_check_stack(int sctp, const char *sctp_needs,
       (xp->udp_port > 0 || xp->peer_udp_port > 0 || xp->usx_sysctls.n > 0)) {
     cli_usage_exit("--sctp-udp-port, --sctp-peer-udp-port and "
                    "--usrsctp-sysctl are usrsctp's (--sctp-stack usrsctp)");
+  }
+}
+
+void xpa_default_peer_udp_port(struct xp_opts *xp) {
+  if (xp->stack == XP_STACK_USRSCTP && xp->peer_udp_port == 0) {
+    xp->peer_udp_port = USX_DEFAULT_UDP_PORT;
   }
 }

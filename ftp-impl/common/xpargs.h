@@ -66,5 +66,19 @@ void xpa_set(int code, const char *arg, struct xp_opts *xp);
  * the program takes to speak SCTP (sctp_needs, e.g. "--proto sctp"). */
 void xpa_check_stack(int sctp, const char *sctp_needs,
                      const struct xp_opts *xp);
+/* A connecting end on usrsctp that names no --sctp-peer-udp-port speaks to
+ * USX_DEFAULT_UDP_PORT, set in xp so that its events record it as
+ * applied. */
+void xpa_default_peer_udp_port(struct xp_opts *xp);
+
+/* The help lines of XPA_SCTP_STACKS for a program that connects to a
+ * server. */
+#define XPA_SCTP_STACKS_USAGE                                                  \
+  "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"     \
+  "                        speaks it inside UDP (RFC 6951)\n"                  \
+  "  --sctp-udp-port PORT  usrsctp: its own UDP port (default 9899)\n"         \
+  "  --sctp-peer-udp-port PORT   usrsctp: the server's UDP port (default\n"    \
+  "                        9899)\n"                                            \
+  "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n"
 
 #endif

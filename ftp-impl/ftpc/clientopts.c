@@ -9,7 +9,6 @@
 #include "cliparse.h"
 #include "extblock.h"
 #include "str.h"
-#include "usx.h"
 #include "xpargs.h"
 
 static const char usage_text[] =
@@ -40,13 +39,8 @@ static const char usage_text[] =
     "  --sctp-also-bind ADDR another local address of every association,\n"
     "                        beside --bind's (multihoming; up to 4)\n"
     "  --sctp-also-peer ADDR another address of the server every association\n"
-    "                        is opened to, beside HOST's or PASV's (up to 4)\n"
-    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
-    "                        speaks it inside UDP (RFC 6951)\n"
-    "  --sctp-udp-port PORT  usrsctp: its own UDP port (default 9899)\n"
-    "  --sctp-peer-udp-port PORT   usrsctp: the server's UDP port (default\n"
-    "                        9899)\n"
-    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n"
+    "                        is opened to, beside HOST's or PASV's (up to "
+    "4)\n" XPA_SCTP_STACKS_USAGE
     "Events go to stdout as JSON lines; errors to stderr; exit 0 only if all\n"
     "commands succeeded.\n";
 
@@ -206,9 +200,7 @@ void copts_parse(int argc, char **argv, struct copts *o) {
   o->ncmds = argc - first - 1;
   check_commands(&spec, o->cmds, o->ncmds);
   xpa_check_stack(copts_sctp(o), "an sctp-* --variant", &o->xp);
-  if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
-    o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
-  }
+  xpa_default_peer_udp_port(&o->xp);
   o->xp.io_timeout_s = o->timeout_s;
   /* its one data connection is opened once, at login, by the client */
   if (o->active && o->variant == V_TCP_PIPELINED) {

@@ -11,7 +11,6 @@
 #include "cliparse.h"
 #include "httpmsg.h"
 #include "str.h"
-#include "usx.h"
 #include "xpargs.h"
 
 static const char usage_text[] =
@@ -28,13 +27,8 @@ static const char usage_text[] =
     "  --timeout S        longest wait without progress, and for an answer's\n"
     "                     whole head from its first byte (default 60)\n"
     "  --sndbuf/--rcvbuf BYTES  SO_SNDBUF / SO_RCVBUF\n"
-    "  --nodelay 0|1      TCP_NODELAY / SCTP_NODELAY (default 1)\n"
-    "  --sctp-stack kernel|usrsctp   whose SCTP (default kernel); usrsctp\n"
-    "                     speaks it inside UDP (RFC 6951)\n"
-    "  --sctp-udp-port PORT  usrsctp: its own UDP port (default 9899)\n"
-    "  --sctp-peer-udp-port PORT   usrsctp: the server's UDP port (default\n"
-    "                     9899)\n"
-    "  --usrsctp-sysctl NAME=VALUE   usrsctp: one of its sysctls (repeated)\n"
+    "  --nodelay 0|1      TCP_NODELAY / SCTP_NODELAY (default "
+    "1)\n" XPA_SCTP_STACKS_USAGE
     "Events go to stdout as JSON lines.  Exit 0: every object 200 and "
     "whole;\n1: a transfer failed or an object was refused; 2: usage.\n";
 
@@ -142,9 +136,7 @@ void httpc_opts_parse(int argc, char **argv, struct httpc_opts *o) {
     cli_usage_exit("name a DOCUMENT to fetch (a path such as /index.html)");
   }
   xpa_check_stack(o->proto == XP_SCTP, "--proto sctp", &o->xp);
-  if (o->xp.stack == XP_STACK_USRSCTP && o->xp.peer_udp_port == 0) {
-    o->xp.peer_udp_port = USX_DEFAULT_UDP_PORT; /* recorded as applied */
-  }
+  xpa_default_peer_udp_port(&o->xp);
   o->paths = argv + first;
   o->npaths = argc - first;
   check_paths(o);

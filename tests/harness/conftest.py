@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import tomllib
@@ -40,6 +41,29 @@ def rows(path: Path) -> list[dict[str, str]]:
     """A CSV file's rows (runs.csv, summary.csv, a run's phases.csv)."""
     with path.open() as handle:
         return list(csv.DictReader(handle))
+
+
+def stack_evidence(folder: Path, pcap: Path) -> tuple[dict, dict, set[tuple[str, ...]]]:
+    """What says which SCTP stack a run's session ran on: its result.json, the client's
+    `connected` event, and the UDP ports of the pcap's SCTP packets inside UDP."""
+    from experiments.tshark import fields
+    from experiments.workloads.base import read_events
+
+    record = json.loads((folder / "result.json").read_text())
+    connected = next(e for e in read_events(folder / "client.jsonl")
+                     if e["event"] == "connected")
+    ports = {tuple(r) for r in fields(pcap, ["udp.srcport", "udp.dstport"], "sctp && udp")}
+    return record, connected, ports
+
+
+def assert_on_usrsctp_with_the_stack_s_timers(connected: dict, udp_ports: set) -> None:
+    """usrsctp inside UDP on port 9899 at both ends, as the client's event and the pcap say,
+    with the stack profile's RTO timers."""
+    assert udp_ports == {("9899", "9899")}
+    assert (connected["stack"], connected["udp_port"], connected["peer_udp_port"]) == \
+        ("usrsctp", 9899, 9899)
+    assert {"sctp_rto_initial_default=3000", "sctp_rto_min_default=1000"} <= \
+        set(connected["usrsctp_sysctls"])
 
 
 def harness(*args: str, timeout: float = 1800,

@@ -13,7 +13,12 @@ import pytest
 
 from experiments.tshark import fields
 from experiments.workloads.ftp_mget.measure import control_channel
-from tests.harness.conftest import harness, rows
+from tests.harness.conftest import (
+    assert_on_usrsctp_with_the_stack_s_timers,
+    harness,
+    rows,
+    stack_evidence,
+)
 
 RUN_LIMIT_S = 900
 FILES = 10
@@ -29,10 +34,6 @@ def stacks(tmp_path_factory) -> Path:
                   timeout=RUN_LIMIT_S)
     assert run.returncode == 0, run.stderr[-3000:]
     return results / "multistream-usrsctp-smoke"
-
-
-def events(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 def test_every_session_on_both_stacks_is_measured_from_its_pcap_and_agrees_with_the_client(
@@ -60,23 +61,16 @@ def test_every_session_on_both_stacks_is_measured_from_its_pcap_and_agrees_with_
 def test_usrsctp_runs_inside_udp_at_both_ends_with_the_stack_s_timers(stacks):
     for run in rows(stacks / "runs.csv"):
         folder, pcap = stacks / "runs" / run["run_id"], stacks / run["pcap"]
-        record = json.loads((folder / "result.json").read_text())
-        connected = next(e for e in events(folder / "client.jsonl")
-                         if e["event"] == "connected")
-        inside_udp = fields(pcap, ["udp.srcport", "udp.dstport"], "sctp && udp")
+        record, connected, inside_udp = stack_evidence(folder, pcap)
         if run["sctp_stack"] == "kernel":
-            assert connected["stack"] == "kernel" and inside_udp == []
+            assert connected["stack"] == "kernel" and inside_udp == set()
             assert record["programs"] == {"ftpd": [], "ftpc": []}
             continue
-        assert {tuple(r) for r in inside_udp} == {("9899", "9899")}
+        assert_on_usrsctp_with_the_stack_s_timers(connected, inside_udp)
         # no association of the session over IP (the previous run's kernel association may
         # still be ending as the capture starts: its SHUTDOWN ACK and COMPLETE, no INIT, no data)
         assert fields(pcap, ["frame.number"],
                       "sctp && !udp && (sctp.chunk_type == 0 || sctp.chunk_type == 1)") == []
-        assert (connected["stack"], connected["udp_port"], connected["peer_udp_port"]) == \
-            ("usrsctp", 9899, 9899)
-        assert {"sctp_rto_initial_default=3000", "sctp_rto_min_default=1000"} <= \
-            set(connected["usrsctp_sysctls"])
         assert record["sctp_stack"] == "usrsctp"
         assert record["programs"]["ftpd"][-3:] == TIMERS == record["programs"]["ftpc"][-3:]
         assert "STACK sctp usrsctp" in (folder / "ftpd.log").read_text()

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from experiments.tshark import fields
-from tests.harness.conftest import harness, rows, run_in_virtual_time
+from tests.harness.conftest import (
+    assert_on_usrsctp_with_the_stack_s_timers,
+    harness,
+    rows,
+    run_in_virtual_time,
+    stack_evidence,
+)
 
 OBJECTS = 7
 RTT_S = 0.080
@@ -28,10 +34,6 @@ def pages(tmp_path_factory) -> Path:
     # an object's last byte and httpc's
     return run_in_virtual_time("http-usrsctp-smoke", results,
                                env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
-
-
-def events(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 def objects(results: Path, run_id: str) -> list[dict[str, str]]:
@@ -60,20 +62,13 @@ def test_every_page_on_both_stacks_is_whole_and_measured_from_its_pcap(pages):
 def test_usrsctp_runs_inside_udp_at_both_ends_with_the_stack_s_timers(pages):
     for run in rows(pages / "runs.csv"):
         folder, pcap = pages / "runs" / run["run_id"], pages / run["pcap"]
-        record = json.loads((folder / "result.json").read_text())
-        connected = next(e for e in events(folder / "client.jsonl")
-                         if e["event"] == "connected")
-        inside_udp = fields(pcap, ["udp.srcport", "udp.dstport"], "sctp && udp")
+        record, connected, inside_udp = stack_evidence(folder, pcap)
         if run["sctp_stack"] == "kernel":
-            assert connected["stack"] == "kernel" and inside_udp == []
+            assert connected["stack"] == "kernel" and inside_udp == set()
             assert record["programs"] == {"httpd": [], "httpc": []}
             continue
-        assert {tuple(r) for r in inside_udp} == {("9899", "9899")}
+        assert_on_usrsctp_with_the_stack_s_timers(connected, inside_udp)
         assert fields(pcap, ["frame.number"], "sctp && !udp") == []
-        assert (connected["stack"], connected["udp_port"], connected["peer_udp_port"]) == \
-            ("usrsctp", 9899, 9899)
-        assert {"sctp_rto_initial_default=3000", "sctp_rto_min_default=1000"} <= \
-            set(connected["usrsctp_sysctls"])
         assert record["sctp_stack"] == "usrsctp"
         assert record["programs"]["httpd"][-3:] == TIMERS == record["programs"]["httpc"][-3:]
         assert "STACK sctp usrsctp" in (folder / "httpd.log").read_text()

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from analysis import html  # noqa: E402
 from analysis.results import FINISHED, ResultSet, named_runs  # noqa: E402
+from experiments.workloads.base import KERNEL_SCTP  # noqa: E402
 
 if TYPE_CHECKING:
     from analysis.report import Report
@@ -43,8 +44,9 @@ def _num(value: Any) -> float | None:
 def series(row: dict[str, Any]) -> str:
     """The transport a row ran, with the SCTP stack where it is not the kernel's: "tcp",
     "sctp", "sctp on usrsctp" (a usrsctp with sysctls of its own keeps them in its name)."""
-    transport, sctp_stack = str(row.get("transport")), str(row.get("sctp_stack") or "")
-    if transport != "sctp" or sctp_stack in ("", "kernel", "nan", "None"):
+    transport, sctp_stack = str(row.get("transport")), row.get("sctp_stack")
+    # an empty cell (TCP's, or a set from before the axis) is read as NaN
+    if transport != "sctp" or not isinstance(sctp_stack, str) or sctp_stack in ("", KERNEL_SCTP):
         return transport
     return f"sctp on {sctp_stack}"
 
