@@ -229,12 +229,12 @@ static const struct object *first_head_due(const struct page *pg) {
   return first;
 }
 
-/* Wait for bytes: at most --timeout without any, and a head begun must be
- * whole within --timeout of its first byte, however its lines trickle in
- * (as ftpc bounds an unfinished reply). */
-static int wait_readable(struct page *pg) {
+/* Wait for bytes until `deadline` (--timeout after the wait began), and a
+ * head begun must be whole within --timeout of its first byte, however its
+ * lines trickle in (as ftpc bounds an unfinished reply). */
+static int wait_readable(struct page *pg, int64_t deadline) {
   const struct object *due = first_head_due(pg);
-  int ms = pg->o->timeout_s * 1000, r;
+  int ms = sys_ms_left(deadline), r;
   if (due != NULL && sys_ms_left(due->head_due_ms) < ms) {
     ms = sys_ms_left(due->head_due_ms);
   }
@@ -249,13 +249,21 @@ static int wait_readable(struct page *pg) {
   return r < 0 ? fail(pg, "poll: %s", strerror(errno)) : 0;
 }
 
+/* The next bytes, within --timeout without any. The read after a poll does
+ * not wait: on usrsctp a socket's eventfd also wakes for what the transport
+ * takes itself (a notification), and a read that then blocked would end at
+ * the transport's I/O timeout, not at --timeout; such a wake-up waits
+ * again, within the same deadline. */
 static int receive(struct page *pg, char *buf, size_t cap, unsigned *sid) {
+  int64_t deadline = sys_mono_ms() + (int64_t)pg->o->timeout_s * 1000;
   int eor;
   ssize_t n;
-  if (wait_readable(pg) != 0) {
-    return -1;
-  }
-  n = xp_recv(&pg->c, buf, cap, sid, &eor);
+  do {
+    if (wait_readable(pg, deadline) != 0) {
+      return -1;
+    }
+    n = xp_recv_nowait(&pg->c, buf, cap, sid, &eor);
+  } while (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
   if (n == 0) {
     return fail(pg, "the server closed the connection with answers missing");
   }

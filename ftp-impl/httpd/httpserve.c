@@ -229,9 +229,10 @@ static void time_out(struct http_conn *k, int half_read) {
   k->closing = 1;
 }
 
-/* Read what arrived into its stream's lane.  The lane's stream, -1 when
- * the connection ended or failed, -2 when nothing was there (nowait). */
-static long read_some(struct http_conn *k, int nowait) {
+/* Read what arrived into its stream's lane, without waiting.  The lane's
+ * stream, -1 when the connection ended or failed, -2 when nothing was
+ * there. */
+static long read_some(struct http_conn *k) {
   char tmp[8192];
   unsigned sid = 0;
   int eor = 0;
@@ -240,9 +241,8 @@ static long read_some(struct http_conn *k, int nowait) {
                     ? httpd_opts.limits.max_head - k->lanes[0].in.len
                     : sizeof tmp;
   size_t want = room < sizeof tmp ? room : sizeof tmp;
-  ssize_t n = nowait ? xp_recv_nowait(k->c, tmp, want, &sid, &eor)
-                     : xp_recv(k->c, tmp, want, &sid, &eor);
-  if (n < 0 && nowait && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+  ssize_t n = xp_recv_nowait(k->c, tmp, want, &sid, &eor);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
     return -2;
   }
   if (n <= 0) {
@@ -278,7 +278,13 @@ static void serve_loop(struct http_conn *k) {
       time_out(k, half_read);
       return;
     }
-    sid = read_some(k, 0);
+    /* not a blocking read: on usrsctp the eventfd also wakes for what the
+     * transport takes itself (a notification), and a read that then
+     * blocked would outwait the loop's own limits */
+    sid = read_some(k);
+    if (sid == -2) {
+      continue;
+    }
     if (sid < 0 || drain_lane(k, &k->lanes[sid], (unsigned)sid) == CLOSE) {
       return;
     }
@@ -289,13 +295,10 @@ static void serve_loop(struct http_conn *k) {
  * unread requests queued would send a TCP RST that can destroy answers
  * still in flight (the lingering close of RFC 9112 9.6). */
 static void linger_close(struct xp_conn *c) {
-  char sink[4096];
   int64_t deadline = sys_mono_ms() + LINGER_S * 1000;
-  unsigned sid;
-  int eor;
   if (xp_shutdown_write(c) == 0) {
     while (sys_wait_fd(c->fd, POLLIN, sys_ms_left(deadline)) > 0 &&
-           xp_recv(c, sink, sizeof sink, &sid, &eor) > 0) {
+           xp_drop_queued(c) == 0) {
     }
   }
   xp_close(c);
@@ -423,7 +426,7 @@ enum http_wait http_conn_readable(struct http_conn *k) {
   if (k->wait != HTTP_WAIT_READ) {
     return k->wait;
   }
-  sid = read_some(k, 1);
+  sid = read_some(k);
   if (sid == -2) {
     return k->wait;
   }
