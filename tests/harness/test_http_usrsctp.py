@@ -100,3 +100,59 @@ def test_the_report_draws_each_sctp_stack_as_a_series(pages):
     pages_table = rows(pages / "report" / "pages.csv")
     assert sorted((r["sctp_stack"], float(r["loss"])) for r in pages_table) == [
         ("kernel", 0.0), ("kernel", 0.05), ("usrsctp", 0.0), ("usrsctp", 0.05)]
+
+
+# http-usrsctp-mechanisms' clean 3 Mbit/s point, a run a stack: the kernel's SCTP, usrsctp as
+# it comes, and usrsctp with Linux's two behaviours its own sysctls switch
+MECHANISMS = """
+name = "http-usrsctp-mechanisms-smoke"
+description = "E4's page over SCTP at 3 Mbit/s, loss 0: kernel, usrsctp, usrsctp as Linux"
+workload = "http-page"
+seed = 1
+[network]
+queue = "50p"
+[[network.paths]]
+name = "3mbit"
+rate = "3Mbit"
+delay = "40ms"
+[matrix]
+loss = [0.0]
+document_sizes = ["50K"]
+transports = ["sctp"]
+sctp_stacks = ["kernel", "usrsctp", "%s"]
+[page]
+objects = 7
+object_size = "4K"
+[repetitions]
+min = 2
+max = 2
+[run]
+timeout_s = 300
+"""
+AS_LINUX = "usrsctp:sctp_use_cwnd_based_maxburst=0,sctp_L2_abc_variable=1"
+
+
+@pytest.fixture(scope="module")
+def mechanisms(tmp_path_factory) -> dict[str, dict[str, float]]:
+    experiment = tmp_path_factory.mktemp("mechanisms") / "http-usrsctp-mechanisms-smoke.toml"
+    experiment.write_text(MECHANISMS % AS_LINUX)
+    results = run_in_virtual_time(str(experiment), experiment.parent / "results",
+                                  env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
+    return {r["sctp_stack"]: {k: float(r[f"{k}_mean"]) for k in
+                              ("page_time_s", "document_time_s", "objects_time_s")}
+            for r in rows(results / "summary.csv")}
+
+
+def test_the_stacks_clean_page_differs_by_max_burst_s_clamp_and_slow_start_s_growth(
+        mechanisms):
+    """On a clean path usrsctp fetches the document sooner (slow start grows cwnd by up to
+    two MTUs a SACK, Linux's by one) and the objects a round trip later (after the round trip
+    with nothing in flight between document and objects, Max.Burst lowers cwnd to 4 packets
+    for good, where Linux gives it back after the burst). With those two of usrsctp's
+    behaviours set to Linux's, the page takes the kernel's time but for the 8 bytes of UDP
+    each packet carries (analysis/findings/2026-12-e4-usrsctp.md)."""
+    kernel, usrsctp, as_linux = (mechanisms[s] for s in ("kernel", "usrsctp", AS_LINUX))
+    assert kernel["document_time_s"] - usrsctp["document_time_s"] > RTT_S / 8, mechanisms
+    assert usrsctp["objects_time_s"] - kernel["objects_time_s"] > RTT_S, mechanisms
+    assert abs(as_linux["page_time_s"] - kernel["page_time_s"]) < RTT_S / 8, mechanisms
+    assert abs(as_linux["objects_time_s"] - kernel["objects_time_s"]) < RTT_S / 16, mechanisms
