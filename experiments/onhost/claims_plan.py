@@ -125,7 +125,13 @@ def _for_claim(claim: Claim, points: list[Point], cost: Callable[[Point], float]
         ends = {min(p.get(axis) for p in line), max(p.get(axis) for p in line)}
         return [p for p in line if p.get(axis) in ends]
     if not claim.compare:
-        return [min(points, key=cost)]
+        # a claim of one side is judged once per SCTP stack (and its settings) the results
+        # hold, so each gets its cheapest point
+        setups: dict[tuple[Any, ...], list[Point]] = {}
+        for p in points:
+            setups.setdefault(tuple(dict(p.columns).get(k) for k in claims_data.SCTP_ONLY),
+                              []).append(p)
+        return [min(group, key=cost) for group in setups.values()]
     a_side = [p for p in points if claim.side(dict(p.columns)) == "a"]
     if not a_side:
         return []

@@ -33,3 +33,13 @@ def test_a_quick_copy_is_written_beside_its_results(jobs):
     job = jobs["multistream"]
     assert Path(job.experiment.file).name == "multistream-quick.toml"
     assert job.folder.name == "multistream-quick" and job.points
+
+
+def test_a_claim_of_one_side_gets_a_point_on_every_sctp_stack(jobs):
+    job = jobs["fairness-stacks"]
+    chosen = [dict(p.columns) for p in job.experiment.points() if p.key in job.points]
+    for claim in claims_data.load_all():
+        if claim.experiment != "fairness-stacks" or not claim.measurable or claim.compare:
+            continue
+        stacks = {c.get("sctp_stack") for c in chosen if claim.selects(c)}
+        assert stacks == {"kernel", "usrsctp"}, claim.id
