@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
+import tomli_w
 
+from experiments import spec
 from experiments.tshark import fields
 from tests.harness.conftest import (
     assert_on_usrsctp_with_the_stack_s_timers,
@@ -102,40 +105,27 @@ def test_the_report_draws_each_sctp_stack_as_a_series(pages):
         ("kernel", 0.0), ("kernel", 0.05), ("usrsctp", 0.0), ("usrsctp", 0.05)]
 
 
-# http-usrsctp-mechanisms' clean 3 Mbit/s point, a run a stack: the kernel's SCTP, usrsctp as
-# it comes, and usrsctp with Linux's two behaviours its own sysctls switch
-MECHANISMS = """
-name = "http-usrsctp-mechanisms-smoke"
-description = "E4's page over SCTP at 3 Mbit/s, loss 0: kernel, usrsctp, usrsctp as Linux"
-workload = "http-page"
-seed = 1
-[network]
-queue = "50p"
-[[network.paths]]
-name = "3mbit"
-rate = "3Mbit"
-delay = "40ms"
-[matrix]
-loss = [0.0]
-document_sizes = ["50K"]
-transports = ["sctp"]
-sctp_stacks = ["kernel", "usrsctp", "%s"]
-[page]
-objects = 7
-object_size = "4K"
-[repetitions]
-min = 2
-max = 2
-[run]
-timeout_s = 300
-"""
 AS_LINUX = "usrsctp:sctp_use_cwnd_based_maxburst=0,sctp_L2_abc_variable=1"
+
+
+def mechanisms_smoke() -> str:
+    """http-usrsctp-mechanisms itself at its clean 3 Mbit/s point, two runs a stack: the
+    kernel's SCTP, usrsctp as it comes, and usrsctp with Linux's two behaviours its own
+    sysctls switch."""
+    data = tomllib.loads(spec.find("http-usrsctp-mechanisms").read_text())
+    assert AS_LINUX in data["matrix"]["sctp_stacks"]
+    data["name"] = "http-usrsctp-mechanisms-smoke"
+    data["network"]["paths"] = [p for p in data["network"]["paths"] if p["name"] == "3mbit"]
+    data["matrix"].update(loss=[0.0], sctp_stacks=["kernel", "usrsctp", AS_LINUX])
+    data["repetitions"] = {"min": 2, "max": 2}
+    data["run"]["timeout_s"] = 300
+    return tomli_w.dumps(data)
 
 
 @pytest.fixture(scope="module")
 def mechanisms(tmp_path_factory) -> dict[str, dict[str, float]]:
     experiment = tmp_path_factory.mktemp("mechanisms") / "http-usrsctp-mechanisms-smoke.toml"
-    experiment.write_text(MECHANISMS % AS_LINUX)
+    experiment.write_text(mechanisms_smoke())
     results = run_in_virtual_time(str(experiment), experiment.parent / "results",
                                   env={"TESTBED_TIME_TRAVEL": "inf-cpu"})
     return {r["sctp_stack"]: {k: float(r[f"{k}_mean"]) for k in
