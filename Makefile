@@ -27,7 +27,7 @@ $(error SCHEDULER=$(SCHEDULER): choose local or slurm)
 endif
 
 .PHONY: all setup setup-test setup-kernel kernel build test test-fast test-host test-kernel lint test-core test-ftp test-virtual \
-        test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp bench-http \
+        test-harness test-slurm fidelity bench-virtual bench-virtual-links bench-harness bench-ftp bench-http bench-sctp-stacks \
         experiment smoke tables report reproduce bench-reproduce ablation clean image image-base fanout \
         deploy-emulated fuzz
 
@@ -140,6 +140,12 @@ bench-ftp: setup build
 # results/bench-http.json.
 bench-http: setup-test build
 	$(TESTBED) bench http
+
+# The kernel's SCTP against usrsctp on E1's paths (loss 0 and 3%, virtual time): bulk goodput
+# beside tsctp's, per-file time by SCTP variant, and CPU per MB on a real-time kernel; prints a
+# table, writes results/bench-sctp-stacks.json.
+bench-sctp-stacks: kernel build
+	$(TESTBED) bench sctp-stacks
 
 # Harness overhead and parallel speed-up: prints a table, writes results/bench-harness.json.
 bench-harness: setup build

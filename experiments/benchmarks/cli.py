@@ -11,6 +11,7 @@ BENCHMARKS = {
     "virtual-links": "experiments.benchmarks.virtual_links",
     "ftp": "experiments.benchmarks.ftp_programs",
     "http": "experiments.benchmarks.http_servers",
+    "sctp-stacks": "experiments.benchmarks.sctp_stacks",
     "capture-of-headers": "experiments.benchmarks.capture_of_headers",
     "kill-campaign": "experiments.benchmarks.kill_campaign",
 }
