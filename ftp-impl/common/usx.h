@@ -9,7 +9,7 @@
  * socket is (data, the peer's end, a connection to accept, an error), so the
  * programs' poll() loops wait on it as on a kernel socket.  Room to send is
  * waited for with usx_wait_writable (a kernel socket's POLLOUT): once a
- * send was refused, until the chunks it needs have left the queue.
+ * send was refused, until its message fits in the send buffer.
  *
  * Each call is the transport.h call of the same name for a descriptor that
  * usx_is() owns, with the same return values and errno. */

@@ -21,12 +21,16 @@ static struct usx_sock *owned(int fd) {
   return s;
 }
 
-/* Should this send find no room, it waits until as many chunks as it takes
- * have left the queue (never below an empty one). */
-static void set_wake_below(struct usx_sock *s, size_t n) {
-  int frag = 0, queued = usx_queued_chunks(s->so, &frag);
-  int need = frag > 0 ? (int)((n + (size_t)frag - 1) / (size_t)frag) : 1;
-  atomic_store(&s->wake_below, queued > need ? queued - need : 0);
+/* Should this send find no room, it waits until its message fits in the
+ * send buffer (never for more than the whole buffer). */
+static void set_wake_free(struct usx_sock *s, size_t n) {
+  int limit = 0;
+  socklen_t len = (socklen_t)sizeof limit;
+  if (usrsctp_getsockopt(s->so, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0 ||
+      limit <= 0) {
+    limit = 1;
+  }
+  atomic_store(&s->wake_free, n < (size_t)limit ? (int)n : limit);
 }
 
 /* One send of one message on stream sid, without waiting.  The wake-up is
@@ -37,7 +41,7 @@ static ssize_t send_once(struct usx_sock *s, const void *p, size_t n,
   memset(&si, 0, sizeof si);
   si.snd_sid = (uint16_t)sid;
   usx_drain(s->wfd);
-  set_wake_below(s, n);
+  set_wake_free(s, n);
   atomic_store(&s->write_armed, 1);
   return usrsctp_sendv(s->so, p, n, NULL, 0, &si, (socklen_t)sizeof si,
                        SCTP_SENDV_SNDINFO, 0);

@@ -88,25 +88,45 @@ int usx_wait_efd(int efd, int timeout_ms) {
   return sys_wait_fd(efd, POLLIN, timeout_ms);
 }
 
-int usx_queued_chunks(struct socket *so, int *frag_point) {
-  struct sctp_status st;
-  socklen_t len = (socklen_t)sizeof st;
-  memset(&st, 0, sizeof st);
-  if (usrsctp_getsockopt(so, IPPROTO_SCTP, SCTP_STATUS, &st, &len) != 0) {
+/* usrsctp.h leaves out the read-only option that tells how much of the send
+ * buffer is in use (FreeBSD's sctp.h SCTP_GET_SNDBUF_USE, sctp_uio.h's struct
+ * sctp_sockstat; usrsctp 0.9.5.0's sctp_usrreq.c answers it with the
+ * association's total_output_queue_size: every byte sent and not yet acked
+ * or still queued unsent, the figure its sctp_lower_sosend sets against
+ * SO_SNDBUF to refuse a send). */
+#define USX_GET_SNDBUF_USE 0x00001101
+struct usx_sockstat {
+  sctp_assoc_t ss_assoc_id;
+  uint32_t ss_total_sndbuf;
+  uint32_t ss_total_recv_buf;
+};
+
+/* Free bytes of the send buffer as usrsctp counts them, or -1. */
+int usx_send_room(struct socket *so) {
+  struct usx_sockstat ss;
+  socklen_t len = (socklen_t)sizeof ss;
+  int limit = 0;
+  socklen_t ilen = (socklen_t)sizeof limit;
+  memset(&ss, 0, sizeof ss);
+  if (usrsctp_getsockopt(so, SOL_SOCKET, SO_SNDBUF, &limit, &ilen) != 0 ||
+      usrsctp_getsockopt(so, IPPROTO_SCTP, USX_GET_SNDBUF_USE, &ss, &len) !=
+          0) {
     return -1;
   }
-  if (frag_point != NULL) {
-    *frag_point = (int)st.sstat_fragmentation_point;
-  }
-  return (int)st.sstat_unackdata + (int)st.sstat_penddata;
+  return (int64_t)limit > (int64_t)ss.ss_total_sndbuf
+             ? (int)((int64_t)limit - (int64_t)ss.ss_total_sndbuf)
+             : 0;
 }
 
 /* Room for the refused message: usrsctp calls a socket writable once 2 KB
  * of its send buffer are free (its low-water mark, which it does not let be
- * set), so the send that was refused waits for its own chunks' worth. */
+ * set), so the send that was refused waits until its own bytes fit.  (A
+ * count of chunks will not do: SCTP_STATUS's sstat_unackdata counts only
+ * chunks sent, none of those still queued, so a send refused while the
+ * window held data back slept until the association had drained.) */
 static int room_for_refused(struct usx_sock *s, struct socket *so) {
-  int queued = usx_queued_chunks(so, NULL);
-  return queued < 0 || queued <= atomic_load(&s->wake_below);
+  int room = usx_send_room(so);
+  return room < 0 || room >= atomic_load(&s->wake_free);
 }
 
 /* Which of the slot's armed waits the socket's state ends: bit 0 the
@@ -243,7 +263,7 @@ static struct usx_sock *claim(void) {
       atomic_store(&s->read_armed, 0);
       atomic_store(&s->write_armed, 0);
       atomic_store(&s->connecting, 0);
-      atomic_store(&s->wake_below, 0);
+      atomic_store(&s->wake_free, 0);
       atomic_store(&s->refused, 0);
       (void)pthread_mutex_unlock(&s->lock);
       atomic_store(&s->shutdown_complete, 0);

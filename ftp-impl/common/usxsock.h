@@ -26,8 +26,8 @@ struct usx_sock {
   atomic_int read_armed, write_armed, connecting;
   atomic_int shutdown_complete; /* SCTP_SHUTDOWN_COMP came */
   atomic_int peer_shutdown;     /* SCTP_SHUTDOWN_EVENT came: no more data */
-  /* a refused send waits until no more than this many chunks are queued */
-  atomic_int wake_below;
+  /* a refused send waits until this many bytes of the send buffer are free */
+  atomic_int wake_free;
   atomic_int refused; /* the last send found no room */
   int io_timeout_ms;  /* blocking sends and receives; 0: none */
   int path_mtu;       /* the MTU it was told (usxmtu.h); -1: usrsctp's own */
@@ -43,7 +43,7 @@ void usx_drain(int efd);
 void usx_rearm_read(struct usx_sock *s);
 /* DATA chunks the association holds, unacknowledged or not yet sent, and
  * (if asked) its fragmentation point; -1 if usrsctp does not know it. */
-int usx_queued_chunks(struct socket *so, int *frag_point);
+int usx_send_room(struct socket *so);
 /* Before any close: the association's end, begun by the peer or here,
  * briefly (usxio.c). */
 void usx_end_association(struct usx_sock *s);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Runs INSIDE the pinned kernel (see test_usrsctp_bulkflow.py): bulkflow on usrsctp
 # (--sctp-stack usrsctp) against bulkflow on the kernel's SCTP, both ways, and against itself,
-# each flow 2 s, over UDP encapsulation across veths; everything is left in $WORK.
+# each flow 2 s, over UDP encapsulation across veths, and usrsctp to itself for 4 s through
+# a 3 Mbit/s netem link (E1's LAN), where the window holds data back; everything is left in
+# $WORK.
 #   BIN=DIR WORK=DIR bash inside_usrsctp_bulkflow.sh
 set -euo pipefail
 : "${BIN:?}" "${WORK:?}"
@@ -20,6 +22,8 @@ pair() {  # NS_A NS_B SUBNET: a veth between two new namespaces, 10.SUBNET.0.1 a
 }
 pair us ks 7     # usrsctp's end (us) and the kernel's (ks)
 pair ua ub 8     # usrsctp at both ends
+pair uc ud 9     # usrsctp at both ends, shaped: 3 Mbit/s and 1 ms from uc
+ip netns exec uc tc qdisc add dev uc0 root netem delay 1ms rate 3mbit limit 700
 ip netns exec ks sysctl -q -w net.sctp.udp_port=$KERNEL_UDP_PORT \
     net.sctp.encap_port=$USRSCTP_UDP_PORT
 # the kernel's SCTP over UDP builds GSO packets usrsctp cannot take (PROGRAMS.md)
@@ -28,6 +32,8 @@ ip netns exec us tcpdump -i us0 -n -s 0 -U -w "$WORK/kernel.pcap" 2> "$WORK/tcpd
 capture1=$!
 ip netns exec ua tcpdump -i ua0 -n -s 0 -U -w "$WORK/usrsctp.pcap" 2> "$WORK/tcpdump2.err" &
 capture2=$!
+ip netns exec uc tcpdump -i uc0 -n -s 0 -U -w "$WORK/shaped.pcap" 2> "$WORK/tcpdump3.err" &
+capture3=$!
 sleep 1
 FLOW=(--duration 2 --stall-timeout 20 --drain-timeout 20)
 flow() {  # NAME RECV_NS SEND_NS PORT "RECV_OPTIONS" "SEND_OPTIONS"
@@ -51,6 +57,8 @@ USRSCTP="--sctp-stack usrsctp --sctp-udp-port $USRSCTP_UDP_PORT"
 flow usrsctp-to-kernel ks us 5001 "" "$USRSCTP --sctp-peer-udp-port $KERNEL_UDP_PORT"
 flow kernel-to-usrsctp us ks 5002 "$USRSCTP" ""
 flow usrsctp-to-usrsctp ub ua 5003 "--sctp-stack usrsctp" "--sctp-stack usrsctp"
+FLOW=(--duration 4 --stall-timeout 20 --drain-timeout 20)
+flow usrsctp-shaped ud uc 5004 "--sctp-stack usrsctp" "--sctp-stack usrsctp"
 sleep 1
-kill -INT $capture1 $capture2
-wait $capture1 $capture2 || true
+kill -INT $capture1 $capture2 $capture3
+wait $capture1 $capture2 $capture3 || true

@@ -145,3 +145,30 @@ def test_every_sctp_packet_travels_inside_udp(flows, pcap):
     assert tshark(flows / pcap, "sctp && !udp", "frame.number") == []
     chunks = {int(t) for *_, types in rows for t in types.split(",")}
     assert {0, 1, 2, 3, 7, 8, 10, 11, 14} <= chunks and 6 not in chunks  # no ABORT
+
+
+SENDING_GAP_LIMIT_S = 0.1   # 25 full packets' time at 3 Mbit/s; a window-limited sender's
+#                             SACKs come every two packets (4 ms here), each opening room
+
+
+@pytest.mark.kernel
+def test_a_window_limited_usrsctp_sender_never_stops_writing(flows):
+    """Through the 3 Mbit/s link the window, not the program, decides when data leaves: usrsctp
+    refuses a send while its buffer is full, and the program must resume once the message fits,
+    not once the association has drained (SCTP_STATUS counts only the chunks sent, none of
+    those still queued: waiting on that count stopped the sender for 0.28 s in every 0.74 s).
+    Judged from the sender's side of the link: no pause in its DATA while the flow runs, and
+    the link kept full."""
+    assert (flows / "usrsctp-shaped.send.rc").read_text().strip() == "0", \
+        (flows / "usrsctp-shaped.send.err").read_text()
+    sent = events((flows / "usrsctp-shaped.send").read_text())
+    end = one(sent, "end")
+    assert end["delivered_confirmed"] is True
+    rows = tshark(flows / "shaped.pcap", "sctp.data_tsn && ip.src == 10.9.0.1",
+                  "frame.time_relative", options=("-d", "udp.port==9899,sctp"))
+    times = [float(t) for t, in rows]
+    assert len(times) > 500, "the shaped flow's DATA was not captured"
+    gaps = sorted((b - a, a) for a, b in zip(times, times[1:], strict=False))[-3:]
+    assert gaps[-1][0] < SENDING_GAP_LIMIT_S, f"the sender paused (s, at s): {gaps}"
+    seconds = times[-1] - times[0]
+    assert end["bytes"] * 8 / seconds > 0.85 * 3e6, (end["bytes"], seconds)
