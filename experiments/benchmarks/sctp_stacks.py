@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,13 @@ def tables(job: dict[str, Any], bulk: list[dict[str, Any]], mget: list[dict[str,
     return out
 
 
+def keep_pcaps(work: Path, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    kept = [shutil.copy2(pcap, out / pcap.name) for pcap in sorted(work.glob("*.pcap"))]
+    print(f"bench sctp-stacks: {len(kept)} pcaps (the server's interface) in {out}",
+          file=sys.stderr, flush=True)
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     if not Path(TSCTP).exists():
         raise BenchError(f"{TSCTP} is required: apt-get install libusrsctp-examples")
@@ -199,8 +207,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         cpu_work.mkdir()
         plan = {"bin_dir": bin_dir, "conditions": shaped_conditions(args.paths, scale),
                 "reps": args.reps, "files": args.files, "file_bytes": 10240,
-                "queue_bytes": QUEUE_BYTES, "mget_timeout_s": 3600}
+                "queue_bytes": QUEUE_BYTES, "mget_timeout_s": 3600,
+                "pcaps": args.pcaps is not None}
         job = run_job(args.virtual_kernel, plan, shaped_work)
+        if args.pcaps is not None:
+            keep_pcaps(shaped_work, args.pcaps)
         bulk = [read_bulk(shaped_work, r) for r in job["bulk"]]
         mget = [read_mget(shaped_work, r, args.files) for r in job["mget"]]
         result["shaped"] = {"plan": plan, "kernel": job["kernel"], "clock": job["clock"],
@@ -295,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-kernel", default="uml",
                         help="backend of the CPU job (default uml, real time)")
     parser.add_argument("--out", type=Path, default=OUTPUT)
+    parser.add_argument("--pcaps", type=Path, metavar="DIR",
+                        help="keep each shaped run's pcap (the server's interface) in DIR")
     args = parser.parse_args(argv)
     unknown = [p for p in args.paths if p not in E1_PATHS]
     if unknown:

@@ -10,16 +10,20 @@ Per condition and repetition, back to back, so that a change of the host's load 
   (the children's rusage, each reaped alone) and the whole guest's busy time (/proc/stat).
 - per file: ftpc's mget of the plan's files, by variant, against ftpd on each SCTP stack, and
   over TCP once, the reference.
-Raw outputs go to WORK; OUT lists what ran, read by sctp_stacks.py.
+Raw outputs go to WORK; OUT lists what ran, read by sctp_stacks.py. With "pcaps" in the plan,
+each run's packets at the server's interface (the sender's side of the router, before the
+loss) go to WORK/<run>.pcap, headers only.
 
     python3 -m experiments.benchmarks.sctp_stacks_job PLAN.json WORK OUT.json"""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,8 @@ MESSAGE_BYTES = 16384          # bulkflow's default SCTP message; tsctp is given
 SENDERS = ("bulkflow-kernel", "bulkflow-usrsctp", "tsctp")
 SCTP_VARIANTS = ("sctp-naive", "sctp-ms", "sctp-ms-cp")
 FIRST_PORT = 5001
+PCAP_SNAPLEN = 0               # whole: Wireshark reads a truncated DATA chunk as no chunk
+SERVER_IFACE = "server-eth0"
 SLACK_S = 120                  # beyond a transfer's own seconds: start, drain, shutdown
 USER_HZ = os.sysconf("SC_CLK_TCK")
 
@@ -80,23 +86,42 @@ def sender_argv(bin_dir: Path, sender: str, port: int, seconds: float) -> list[s
             *procedure.sctp_stack_options(sender.removeprefix("bulkflow-"))]
 
 
+@contextlib.contextmanager
+def captured(path: PathTopology, work: Path, name: str, on: bool) -> Iterator[None]:
+    """tcpdump at the server around a run when the plan asks for pcaps; its counts checked,
+    so a pcap that lost packets says so."""
+    if not on:
+        yield
+        return
+    capture = procedure.start_capture(path.server.popen, SERVER_IFACE, work / f"{name}.pcap",
+                                      snaplen=PCAP_SNAPLEN)
+    try:
+        yield
+    finally:
+        shortfall = procedure.capture_shortfall(procedure.stop_capture(capture))
+        if shortfall:
+            print(f"sctp-stacks: {name}.pcap: {shortfall}", file=sys.stderr, flush=True)
+
+
 def bulk(path: PathTopology, bin_dir: Path, work: Path, row: dict[str, Any],
-         seconds: float) -> dict[str, Any]:
+         seconds: float, pcaps: bool = False) -> dict[str, Any]:
     """One transfer; the receiver started first and reaped last, so each rusage delta is one
     program's."""
     name = f"bulk-{row['condition']}-{row['sender']}-{row['rep']}"
     stack = "kernel" if row["sender"] == "bulkflow-kernel" else "usrsctp"
-    receiver = procedure.start(path.client.popen, receiver_argv(bin_dir, stack, row["port"]),
-                               work / f"{name}.recv.jsonl")
-    cpu, busy = children_cpu_s(), busy_s()
-    try:
-        row["sender_rc"] = procedure.run(
-            path.server.popen, sender_argv(bin_dir, row["sender"], row["port"], seconds),
-            work / f"{name}.send.out", work / f"{name}.send.err", seconds + SLACK_S)
-        sent_cpu = children_cpu_s()
-        row["receiver_rc"] = procedure.wait_exit(receiver, SLACK_S)
-    finally:
-        procedure.stop(receiver)
+    with captured(path, work, name, pcaps):
+        receiver = procedure.start(path.client.popen,
+                                   receiver_argv(bin_dir, stack, row["port"]),
+                                   work / f"{name}.recv.jsonl")
+        cpu, busy = children_cpu_s(), busy_s()
+        try:
+            row["sender_rc"] = procedure.run(
+                path.server.popen, sender_argv(bin_dir, row["sender"], row["port"], seconds),
+                work / f"{name}.send.out", work / f"{name}.send.err", seconds + SLACK_S)
+            sent_cpu = children_cpu_s()
+            row["receiver_rc"] = procedure.wait_exit(receiver, SLACK_S)
+        finally:
+            procedure.stop(receiver)
     row.update(sender_cpu_s=sent_cpu - cpu, receiver_cpu_s=children_cpu_s() - sent_cpu,
                guest_busy_s=busy_s() - busy, name=name)
     return row
@@ -109,19 +134,21 @@ def make_files(count: int, size: int) -> None:
 
 
 def mget(path: PathTopology, bin_dir: Path, work: Path, row: dict[str, Any],
-         timeout_s: float) -> dict[str, Any]:
+         timeout_s: float, pcaps: bool = False) -> dict[str, Any]:
     name = f"mget-{row['condition']}-{row['stack']}-{row['variant']}-{row['rep']}"
     row["name"] = name
-    row["rc"] = procedure.run(path.client.popen, procedure.ftp_client_argv(
-        str(bin_dir / "ftpc"), row["variant"], SERVER_IP, "/dev/null", timeout_s,
-        options=procedure.sctp_stack_options(row["stack"]) if row["variant"] != "tcp" else (),
-        commands=("mget", "files/*.dat")), work / f"{name}.jsonl", work / f"{name}.err",
-        timeout_s + SLACK_S)
+    with captured(path, work, name, pcaps):
+        row["rc"] = procedure.run(path.client.popen, procedure.ftp_client_argv(
+            str(bin_dir / "ftpc"), row["variant"], SERVER_IP, "/dev/null", timeout_s,
+            options=procedure.sctp_stack_options(row["stack"]) if row["variant"] != "tcp"
+            else (), commands=("mget", "files/*.dat")),
+            work / f"{name}.jsonl", work / f"{name}.err", timeout_s + SLACK_S)
     return row
 
 
 def per_file(path: PathTopology, bin_dir: Path, work: Path, condition: dict[str, Any],
-             rep: int, timeout_s: float, progress: Progress) -> list[dict[str, Any]]:
+             rep: int, timeout_s: float, progress: Progress,
+             pcaps: bool = False) -> list[dict[str, Any]]:
     rows = []
     for stack in ("kernel", "usrsctp"):
         ftpd = procedure.start(path.server.popen, procedure.ftp_server_argv(
@@ -133,7 +160,8 @@ def per_file(path: PathTopology, bin_dir: Path, work: Path, condition: dict[str,
             for variant in variants:
                 rows.append(mget(path, bin_dir, work, {
                     "condition": condition["name"], "rep": rep, "stack":
-                    "kernel" if variant == "tcp" else stack, "variant": variant}, timeout_s))
+                    "kernel" if variant == "tcp" else stack, "variant": variant}, timeout_s,
+                    pcaps))
                 progress.step(rows[-1]["name"])
         finally:
             procedure.stop(ftpd)
@@ -162,12 +190,13 @@ def main(plan_file: str, work_dir: str, out_file: str) -> int:
                 for sender in SENDERS:
                     rows.append(bulk(path, bin_dir, work, {
                         "condition": condition["name"], "rep": rep, "sender": sender,
-                        "port": port}, condition["bulk_s"]))
+                        "port": port}, condition["bulk_s"], plan.get("pcaps", False)))
                     port += 1
                     progress.step(rows[-1]["name"])
                 if plan["files"]:
                     out["mget"] += per_file(path, bin_dir, work, condition, rep,
-                                            plan["mget_timeout_s"], progress)
+                                            plan["mget_timeout_s"], progress,
+                                            plan.get("pcaps", False))
     Path(out_file).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
