@@ -3,6 +3,7 @@
  * usrsctp reports about it (SCTP_STATUS, the options read back). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +22,6 @@ static struct usx_sock *owned(int fd) {
   return s;
 }
 
-/* Should this send find no room, it waits until its message fits in the
- * send buffer (never for more than the whole buffer). */
-static void set_wake_free(struct usx_sock *s, size_t n) {
-  int limit = 0;
-  socklen_t len = (socklen_t)sizeof limit;
-  if (usrsctp_getsockopt(s->so, SOL_SOCKET, SO_SNDBUF, &limit, &len) != 0 ||
-      limit <= 0) {
-    limit = 1;
-  }
-  atomic_store(&s->wake_free, n < (size_t)limit ? (int)n : limit);
-}
-
 /* One send of one message on stream sid, without waiting.  The wake-up is
  * set and armed first: room that frees after a refusal is never missed. */
 static ssize_t send_once(struct usx_sock *s, const void *p, size_t n,
@@ -41,7 +30,8 @@ static ssize_t send_once(struct usx_sock *s, const void *p, size_t n,
   memset(&si, 0, sizeof si);
   si.snd_sid = (uint16_t)sid;
   usx_drain(s->wfd);
-  set_wake_free(s, n);
+  /* should it find no room, it waits until the message fits */
+  atomic_store(&s->wake_free, n < (size_t)INT_MAX ? (int)n : INT_MAX);
   atomic_store(&s->write_armed, 1);
   return usrsctp_sendv(s->so, p, n, NULL, 0, &si, (socklen_t)sizeof si,
                        SCTP_SENDV_SNDINFO, 0);

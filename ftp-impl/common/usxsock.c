@@ -101,32 +101,29 @@ struct usx_sockstat {
   uint32_t ss_total_recv_buf;
 };
 
-/* Free bytes of the send buffer as usrsctp counts them, or -1. */
-int usx_send_room(struct socket *so) {
+/* Room for the refused message: usrsctp calls a socket writable once 2 KB
+ * of its send buffer are free (its low-water mark, which it does not let be
+ * set), so the send that was refused waits until its own bytes fit in
+ * SO_SNDBUF (never for more than the whole buffer).  (A count of chunks will
+ * not do: SCTP_STATUS's sstat_unackdata counts only chunks sent, none of
+ * those still queued, so a send refused while the window held data back
+ * slept until the association had drained.)  Unknown: room. */
+static int room_for_refused(struct usx_sock *s, struct socket *so) {
   struct usx_sockstat ss;
   socklen_t len = (socklen_t)sizeof ss;
   int limit = 0;
   socklen_t ilen = (socklen_t)sizeof limit;
+  int64_t need = atomic_load(&s->wake_free);
   memset(&ss, 0, sizeof ss);
   if (usrsctp_getsockopt(so, SOL_SOCKET, SO_SNDBUF, &limit, &ilen) != 0 ||
       usrsctp_getsockopt(so, IPPROTO_SCTP, USX_GET_SNDBUF_USE, &ss, &len) !=
           0) {
-    return -1;
+    return 1;
   }
-  return (int64_t)limit > (int64_t)ss.ss_total_sndbuf
-             ? (int)((int64_t)limit - (int64_t)ss.ss_total_sndbuf)
-             : 0;
-}
-
-/* Room for the refused message: usrsctp calls a socket writable once 2 KB
- * of its send buffer are free (its low-water mark, which it does not let be
- * set), so the send that was refused waits until its own bytes fit.  (A
- * count of chunks will not do: SCTP_STATUS's sstat_unackdata counts only
- * chunks sent, none of those still queued, so a send refused while the
- * window held data back slept until the association had drained.) */
-static int room_for_refused(struct usx_sock *s, struct socket *so) {
-  int room = usx_send_room(so);
-  return room < 0 || room >= atomic_load(&s->wake_free);
+  if (need > limit) {
+    need = limit;
+  }
+  return (int64_t)limit - (int64_t)ss.ss_total_sndbuf >= need;
 }
 
 /* Which of the slot's armed waits the socket's state ends: bit 0 the

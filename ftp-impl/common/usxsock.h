@@ -41,9 +41,6 @@ void usx_signal(struct usx_sock *s, int which_fd);
 void usx_drain(int efd);
 /* Nothing left to read: empty fd, arm it, and look again. */
 void usx_rearm_read(struct usx_sock *s);
-/* DATA chunks the association holds, unacknowledged or not yet sent, and
- * (if asked) its fragmentation point; -1 if usrsctp does not know it. */
-int usx_send_room(struct socket *so);
 /* Before any close: the association's end, begun by the peer or here,
  * briefly (usxio.c). */
 void usx_end_association(struct usx_sock *s);
