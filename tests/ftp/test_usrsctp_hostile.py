@@ -27,7 +27,8 @@ def server(bindir, tmp_path):
     """ftpd on usrsctp serving a tree with one huge file: (ftpd, SCTP port, UDP port)."""
     root = tmp_path / "root"
     root.mkdir()
-    os.truncate(_touch(root / "huge.bin"), HUGE)
+    with open(root / "huge.bin", "wb") as huge:
+        huge.truncate(HUGE)
     (root / "after.bin").write_bytes(os.urandom(200_000))
     port, udp = ftphelp.free_port(), free_udp_port()
     ftpd = ftphelp.Ftpd(bindir, root, "--sctp", f"127.0.0.1:{port}", "--sctp-stack", "usrsctp",
@@ -37,20 +38,17 @@ def server(bindir, tmp_path):
     ftpd.stop()
 
 
-def _touch(path: Path) -> Path:
-    path.write_bytes(b"")
-    return path
-
-
-def ftpc_argv(bindir: Path, variant: str, out: Path, port: int, server_udp: int,
+def ftpc_args(variant: str, out: Path, port: int, server_udp: int,
               *commands: str) -> list[str]:
-    return [str(bindir / "ftpc"), "--variant", variant, "--out", str(out), "--timeout", "20",
+    """ftpc's arguments for a session on usrsctp with ftpd's."""
+    return ["--variant", variant, "--out", str(out), "--timeout", "20",
             "--sctp-stack", "usrsctp", "--sctp-udp-port", str(free_udp_port()),
             "--sctp-peer-udp-port", str(server_udp), f"127.0.0.1:{port}", *commands]
 
 
-def start_ftpc(argv: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+def start_ftpc(bindir: Path, args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([str(bindir / "ftpc"), *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **ftphelp.SAN_ENV))
 
 
@@ -70,8 +68,8 @@ def fetch_after(bindir: Path, tmp_path: Path, port: int, udp: int) -> float:
     out = tmp_path / "after"
     out.mkdir()
     t0 = time.monotonic()
-    r = ftphelp.run_ftpc(bindir, *ftpc_argv(bindir, "sctp-ms", out, port, udp,
-                                            "get", "after.bin")[1:], timeout=90)
+    r = ftphelp.run_ftpc(bindir, *ftpc_args("sctp-ms", out, port, udp, "get", "after.bin"),
+                         timeout=90)
     took = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
     assert (out / "after.bin").read_bytes() == (tmp_path / "root" / "after.bin").read_bytes()
@@ -87,7 +85,7 @@ def test_a_file_that_shrinks_under_ftpd_on_usrsctp_aborts_the_transfer(
     ftpd, port, udp = server
     out = tmp_path / "out"
     out.mkdir()
-    client = start_ftpc(ftpc_argv(bindir, variant, out, port, udp, "get", "huge.bin"))
+    client = start_ftpc(bindir, ftpc_args(variant, out, port, udp, "get", "huge.bin"))
     try:
         wait_for_part(out, 1_000_000, client)
         os.truncate(tmp_path / "root" / "huge.bin", 1_000_000)
@@ -115,7 +113,7 @@ def test_a_client_killed_mid_file_is_given_up_and_the_next_one_served_whole(
     ftpd, port, udp = server
     out = tmp_path / "out"
     out.mkdir()
-    client = start_ftpc(ftpc_argv(bindir, variant, out, port, udp, "get", "huge.bin"))
+    client = start_ftpc(bindir, ftpc_args(variant, out, port, udp, "get", "huge.bin"))
     wait_for_part(out, 1_000_000, client)
     client.kill()
     client.communicate(timeout=30)
