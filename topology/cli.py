@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,5 +96,8 @@ def handle(args: argparse.Namespace) -> int:
         table = calibrated_wake_table(binary)
         record = wake_latency.cached_record(binary)
         print(json.dumps(record, indent=2) if record else table.describe())
+        warning = record and wake_latency.busy_warning(record, wake_latency.cache_file(binary))
+        if warning:
+            print(warning, file=sys.stderr)
         return 0
     raise AssertionError(args.command)

@@ -55,6 +55,29 @@ def test_only_the_wall_cpu_clock_takes_a_table(monkeypatch):
     assert wake_latency.from_kernel_arg("inf-cpu") is None
 
 
+def test_a_table_measured_on_a_busy_machine_says_so_and_how_to_remeasure(
+        monkeypatch, tmp_path, capsys, virtual_kernel):
+    monkeypatch.setenv("TESTBED_KERNEL_CACHE", str(tmp_path))
+    monkeypatch.delenv("TESTBED_WAKE_LATENCY", raising=False)
+    cores = os.cpu_count() or 1
+
+    def calibrate(binary: Path) -> dict:
+        return {"version": wake_latency.CACHE_VERSION, "measured": "now",
+                "host": wake_latency.host(),
+                "points": [{"gap_ns": 1_000_000, "latency_ns": 20_000}]}
+
+    monkeypatch.setattr(wake_latency.os, "getloadavg", lambda: (1.0 * cores, 0.0, 0.0))
+    wake_latency.wake_table(virtual_kernel, calibrate)
+    record = wake_latency.cached_record(virtual_kernel)
+    assert record is not None and record["load_before"] == cores
+    assert "--recalibrate" in capsys.readouterr().err
+    assert "busy" in wake_latency.busy_warning(record, tmp_path)
+
+    quiet = dict(record, load_before=0.1 * cores)
+    assert wake_latency.busy_warning(quiet, tmp_path) is None
+    assert wake_latency.busy_warning({"host": record["host"]}, tmp_path) is None
+
+
 def test_parallel_workers_calibrate_once_and_share_the_cache(monkeypatch, tmp_path,
                                                               virtual_kernel):
     monkeypatch.setenv("TESTBED_KERNEL_CACHE", str(tmp_path))
