@@ -91,13 +91,13 @@ def handle(args: argparse.Namespace) -> int:
         from .kernel import wake_latency
         from .kernel.uml_virtual import calibrated_wake_table, virtual_kernel
         binary = virtual_kernel()
+        path = wake_latency.cache_file(binary)
         if args.recalibrate:
-            wake_latency.cache_file(binary).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
         table = calibrated_wake_table(binary)
         record = wake_latency.cached_record(binary)
         print(json.dumps(record, indent=2) if record else table.describe())
-        warning = record and wake_latency.busy_warning(record, wake_latency.cache_file(binary))
-        if warning:
+        if record and (warning := wake_latency.busy_warning(record, path)):
             print(warning, file=sys.stderr)
         return 0
     raise AssertionError(args.command)
