@@ -71,7 +71,8 @@ SCTP_PATH_DEFAULTS = {"net.sctp.path_max_retrans": "5", "net.sctp.pf_enable": "1
 
 
 # The switches of the project's kernel (topology/kernel/timetravel/patches/
-# 0003-era-switches.patch and 0004-sctp-fast-rtx-restarts-t3.patch), at Linux's own values:
+# 0003-era-switches.patch, 0004-sctp-fast-rtx-restarts-t3.patch and
+# 0005-sctp-fast-rtx-strikes-again.patch), at Linux's own values:
 # what Linux 6.1 does and the studies' stacks did not, which no stock sysctl turns off. A
 # kernel without the patches behaves as these values say, so a run sets them where the kernel
 # has them (every run: a stack that turned one off would leave it off for the next), and a
@@ -79,7 +80,8 @@ SCTP_PATH_DEFAULTS = {"net.sctp.path_max_retrans": "5", "net.sctp.pf_enable": "1
 KERNEL_SWITCHES = {"net.ipv4.tcp_limited_transmit": "1", "net.ipv4.tcp_prr": "1",
                    "net.ipv4.tcp_abc": "1", "net.sctp.fast_rtx_threshold": "3",
                    "net.sctp.max_burst_clamps_cwnd": "0",
-                   "net.sctp.fast_rtx_restarts_t3": "0"}
+                   "net.sctp.fast_rtx_restarts_t3": "0",
+                   "net.sctp.fast_rtx_strikes_again": "0"}
 # The backends that boot the project's build of the kernel, which has them.
 BACKENDS_WITH_SWITCHES = ("uml-virtual", "uml-built")
 
@@ -315,15 +317,22 @@ STACKS: dict[str, Stack] = {
             "RFC 2960 7.2.4 step 4: \"Restart T3-rtx timer only if the last SACK "
             "acknowledged the lowest outstanding TSN number sent to that address, or the "
             "endpoint is retransmitting the first outstanding DATA chunk sent to that "
-            "address\" (the specification of the era's SCTP, October 2000). "
-            "The KAME snapshots' own sctp_output.c was not read here; its descendant, "
-            "FreeBSD's SCTP, does so (sctp_output.c, sctp_chunk_retransmission, read in "
-            "usrsctp at commit 0057a6d6: the timer is stopped and started again when the "
-            "first chunk of the sent queue goes out again, \"to get a SACK back without a "
-            "t3-expiring\"), as ns-2.35's agent (sctp/sctp.cc, lines 3028-3045): "
-            "fast_rtx_restarts_t3 1",
+            "address\" (the specification of the era's SCTP, October 2000). KAME's "
+            "sys/netinet/sctp_output.c does so in rev. 1.18 (2003/02/07) and rev. 1.40 "
+            "(2004/04/09), sctp_chunk_retransmission: when a fast retransmission sends the "
+            "first chunk of the sent queue and T3 was running, sctp_timer_stop and "
+            "sctp_timer_start (\"we want to give some more time to get a SACK back without a "
+            "t3-expiring\"; sctputil.c rev. 1.13's sctp_timer_start leaves a running timer "
+            "unchanged), as FreeBSD's SCTP still does (usrsctp at commit 0057a6d6) and "
+            "ns-2.35's agent (sctp/sctp.cc, lines 3028-3045): fast_rtx_restarts_t3 1",
             "RFC 2960 6.1 rule D, as the E1 study (4.2) states KAME applied it: Max.Burst "
             "lowers cwnd to flightsize + 4 MTU for good: max_burst_clamps_cwnd 1",
+            "KAME sys/netinet/sctp_output.c rev. 1.18 (2003/02/07, four months after E2's "
+            "snapshot of 14 Oct 2002), sctp_chunk_retransmission: a fast-retransmitted "
+            "chunk's state is bumped above SCTP_DATAGRAM_RESEND \"so we don't get picked up "
+            "again until a t3-rxt goes off\", and sctp_indata.c rev. 1.13 (2003/01/21) strikes "
+            "only chunks below it; T3 resets it (sctp_timer.c rev. 1.11, 2002/10/09): "
+            "fast_rtx_strikes_again 0, Linux's own",
             "RFC 2960 has no potentially-failed state (RFC 7829, 2016): pf_enable 0; its "
             "section 14: RTO.Initial 3 s, RTO.Min 1 s, RTO.Max 60 s",
             "KAME sys/netinet/sctp_usrreq.c (rev. 1.50): SCTP buffers of about 228 KB",
@@ -352,6 +361,12 @@ STACKS: dict[str, Stack] = {
             "(getdatasock: SO_SNDBUF 65536); ours keep the stack's 32 KB",
             "TCP's backoff ceiling: FreeBSD's TCPTV_REXMTMAX (64 s, tcp_timer.h), Linux's "
             "TCP_RTO_MAX (120 s)",
+            "E1's KAME patch levels (24, 25) are not dated. KAME's sctp_output.c of "
+            "2004/04/09 (rev. 1.40) returns a fast-retransmitted chunk to SENT, so that it can "
+            "be struck again, under a rule read only in sctp_indata.c of 2005 (rev. 1.36: a "
+            "SACK that newly acknowledges the last TSN sent at the fast retransmission, or "
+            "later); a 2004 stack would be closer to fast_rtx_strikes_again 1 than to the "
+            "2002-2003 code this stack follows",
         )),
     # E3's hosts were ns-2's agents (ns-2.1 with the University of Delaware's SCTP): the
     # kernel's TCP and SCTP set as ns-2.35's agents are, where Linux and the project's kernel
@@ -396,6 +411,12 @@ STACKS: dict[str, Stack] = {
             "retransmission of the earliest "
             "outstanding chunk restarts T3-rtx (RFC 2960 7.2.4 step 4): "
             "fast_rtx_restarts_t3 1",
+            "ns-2.35 sctp/sctp.cc (hbatmit/ns2.35 f8f8c6f3), ProcessGapAckBlocks(), lines "
+            "4605-4618: a chunk fast-retransmitted is marked eIneligibleForFastRtx, which "
+            "nothing clears again, T3 included (TimeoutRtx(), lines 2735-2760): "
+            "fast_rtx_strikes_again 0, Linux's own (Agent/SCTP/MultipleFastRtx, "
+            "sctp-multipleFastRtx.cc, would strike it again; bulk_flows/ns2.py runs "
+            "Agent/SCTP)",
             "ns-2.35 sctp/sctp.cc (hbatmit/ns2.35 f8f8c6f3), RtxMarkedChunks(), line 3119: "
             "with useMaxBurst_ 1 (the default) "
             "Max.Burst ends the sending loop and leaves cwnd as it is: "
@@ -452,6 +473,9 @@ MECHANISMS = (
     Mechanism("sctp-t3-restart",
               "SCTP restarting T3-rtx on the fast retransmission of the first outstanding chunk",
               switches=("net.sctp.fast_rtx_restarts_t3",)),
+    Mechanism("sctp-strikes-again",
+              "SCTP fast-retransmitting a chunk again when its fast retransmission is lost",
+              switches=("net.sctp.fast_rtx_strikes_again",)),
     Mechanism("sctp-pf", "SCTP without the potentially-failed state", ("sctp_pf_enable",)),
     Mechanism("ftpd-reply-on-close", "ftpd replying 226 once close() returns",
               ("ftpd_reply_on_close",)),

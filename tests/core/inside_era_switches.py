@@ -1,13 +1,13 @@
 """Runs inside the project's kernel: one transfer per setting of each era switch
-(topology/kernel/timetravel/patches/0003-era-switches.patch and 0004), captured at the sender, for
-tests/core/test_era_switches.py to judge from the pcaps.
+(topology/kernel/timetravel/patches/0003-era-switches.patch, 0004 and 0005), captured at the
+sender, for tests/core/test_era_switches.py to judge from the pcaps.
 
     python3 tests/core/inside_era_switches.py OUT_DIR
 
 Each case gets three fresh namespaces in a line: the sender's, where the switch is set; a
 router's, whose egress to the receiver is the bottleneck (so that acks come back spaced, one
 clock tick of the path each) and whose ingress drops every Nth packet of the transfer (gact's
-deterministic mode), or for the T3 cases the first two copies of chosen chunks: a loss the
+deterministic mode), or for the T3 and again cases the first two copies of chosen chunks: a loss the
 sender cannot see locally, at a place that does not depend on timing; and the receiver's,
 whose egress delays the acks by RTT_MS. Then the era stack's route metrics (initial window,
 RTO floor) put on the sender's routes and taken off again, as runs of two stacks meet them,
@@ -59,6 +59,10 @@ CASES: dict[str, tuple[str, dict[str, str], int, str, str]] = {
                 "chunks:600"),
     "t3-restart": ("sctp", {"net.sctp.fast_rtx_restarts_t3": "1", **FIXED_RTO}, 0, "200kbit",
                    "chunks:600"),
+    "again-never": ("sctp", {"net.sctp.fast_rtx_strikes_again": "0", **FIXED_RTO}, 0,
+                    "10mbit", "chunks:600"),
+    "again-later": ("sctp", {"net.sctp.fast_rtx_strikes_again": "1", **FIXED_RTO}, 0,
+                    "10mbit", "chunks:600"),
 }
 ACK_DROPS = {"abc-on": 2, "abc-off": 2}
 # The T3 cases lose the first two copies of every chunk whose TSN ends in this byte: the first
@@ -66,7 +70,14 @@ ACK_DROPS = {"abc-on": 2, "abc-off": 2}
 # third. The initial TSN is random, so which chunks those are is too: 600 chunks hold two or
 # three, at least one far enough in for a fast retransmit. At 200 kbit/s the SACKs that report
 # the hole come 58 ms apart, so a T3 left running and one restarted expire 116 ms or more apart.
-TWICE_LOST_TSN_BYTE = {"t3-keep": 0x80, "t3-restart": 0x80}
+# The again cases lose the same copies on a faster path with the stack's own receive window
+# (about 75 chunks; its queue at 10 Mbit/s is 90 ms, far under the 1 s RTO). Once a loss has
+# lowered cwnd, cwnd and not the window bounds the flight, so new chunks follow a fast
+# retransmission while it is outstanding, and their SACKs are those that may strike it again.
+# A chunk lost while the window is full has none and waits for T3 on either setting; the
+# tests judge the chunks that had them.
+TWICE_LOST_TSN_BYTE = {"t3-keep": 0x80, "t3-restart": 0x80, "again-never": 0x80,
+                       "again-later": 0x80}
 CHUNK = 1400          # one SCTP message, one DATA chunk, one packet
 # ... and their receiver's window holds 8 chunks (SO_RCVBUF: Linux's SCTP advertises half the
 # doubled buffer), so the bottleneck's queue never holds more than 0.5 s of them, under the 1 s

@@ -1,5 +1,5 @@
-"""The era switches of the project's kernel (timetravel/patches/0003-era-switches.patch and
-0004-sctp-fast-rtx-restarts-t3.patch), each
+"""The era switches of the project's kernel (timetravel/patches/0003-era-switches.patch,
+0004-sctp-fast-rtx-restarts-t3.patch and 0005-sctp-fast-rtx-strikes-again.patch), each
 judged on the wire: one transfer per setting (inside_era_switches.py, in virtual time), read
 from the sender's capture.
 
@@ -17,7 +17,11 @@ from the sender's capture.
   release four more, clamped it grows again from four.
 - sctp fast_rtx_restarts_t3: when a chunk's fast retransmission is lost too, when T3 sends it a
   third time: an RTO after the last SACK that advanced the cumulative ack (Linux), or an RTO
-  after the fast retransmission (RFC 2960 7.2.4 step 4)."""
+  after the fast retransmission (RFC 2960 7.2.4 step 4).
+- sctp fast_rtx_strikes_again: when a chunk's fast retransmission is lost too, what sends it a
+  third time: T3, a second of RTO later (Linux: a chunk is fast-retransmitted once), or the
+  third SACK that newly acknowledges a chunk sent after the fast retransmission, however many
+  SACKs for older chunks came first (FreeBSD's SCTP)."""
 from __future__ import annotations
 
 import json
@@ -144,9 +148,11 @@ def test_every_case_delivered_all_it_sent_with_its_switch_set(seen):
         value = next(v for k, v in facts["settings"].items()
                      if k.rsplit(".", 1)[1] in ("tcp_limited_transmit", "tcp_prr", "tcp_abc",
                                                 "fast_rtx_threshold", "max_burst_clamps_cwnd",
-                                                "fast_rtx_restarts_t3"))
+                                                "fast_rtx_restarts_t3",
+                                                "fast_rtx_strikes_again"))
         assert value == {"on": "1", "off": "0", "3": "3", "4": "4", "restore": "0",
-                         "clamp": "1", "keep": "0", "restart": "1"}[wanted], case
+                         "clamp": "1", "keep": "0", "restart": "1", "never": "0",
+                         "later": "1"}[wanted], case
 
 
 def test_limited_transmit_sends_a_new_segment_on_each_of_the_first_two_dupacks(seen):
@@ -295,6 +301,89 @@ def test_t3_restarts_on_the_fast_retransmission_of_the_first_chunk_only_with_the
         assert restarted - kept >= T3_EARLY_S + T3_LATE_S, loss
         expected = restarted if case == "t3-restart" else kept
         assert expected - T3_EARLY_S <= loss.resent_at <= expected + T3_LATE_S, loss
+
+
+@dataclass
+class StruckAgain:
+    """A chunk fast-retransmitted and sent a third time, with the SACKs that came between its
+    second and third copy."""
+
+    tsn: int
+    first_at: float
+    second_at: float
+    third_at: float
+    next_tsn: int                   # the first TSN sent after its second copy
+    newly_above: int = 0            # SACKs that newly acknowledged a chunk above it
+    newly_after: int = 0            # ... a chunk at or above next_tsn
+
+
+def struck_again(pcap: Path) -> list[StruckAgain]:
+    """Every chunk sent a third time after a fast retransmission (its second copy within half
+    an RTO of the first: T3 sends one a whole RTO later), and the SACKs that may have struck it
+    again."""
+    rows = tshark.fields(pcap, ["ip.src", "frame.time_epoch", "sctp.data_tsn",
+                                "sctp.sack_cumulative_tsn_ack", "sctp.sack_gap_block_start_tsn",
+                                "sctp.sack_gap_block_end_tsn"], "sctp",
+                         ("-o", "sctp.reassembly:FALSE"))
+    copies: dict[int, list[float]] = {}
+    watched: dict[int, StruckAgain] = {}
+    done: list[StruckAgain] = []
+    acked: set[int] = set()
+    cum_ack, highest_sent = None, -1
+    for src, when, tsns, cum, starts, ends in rows:
+        if src == SENDER_IP:
+            for tsn in (int(t) for t in tshark.values(tsns)):
+                sent = copies.setdefault(tsn, [])
+                sent.append(float(when))
+                if len(sent) == 2 and sent[1] - sent[0] < RTO_S / 2:
+                    watched[tsn] = StruckAgain(tsn, sent[0], sent[1], 0.0, highest_sent + 1)
+                elif len(sent) == 3 and tsn in watched:
+                    watched[tsn].third_at = float(when)
+                    done.append(watched.pop(tsn))
+                highest_sent = max(highest_sent, tsn)
+            continue
+        cums = tshark.values(cum)
+        if not cums:
+            continue
+        now = int(cums[-1])
+        covered = set(range(now + 1 if cum_ack is None else cum_ack + 1, now + 1))
+        for start, end in zip(tshark.values(starts), tshark.values(ends), strict=True):
+            covered.update(range(int(start), int(end) + 1))
+        cum_ack = now if cum_ack is None else max(cum_ack, now)
+        new = covered - acked
+        acked |= covered
+        if not new:
+            continue
+        for chunk in watched.values():
+            chunk.newly_above += max(new) > chunk.tsn
+            chunk.newly_after += max(new) >= chunk.next_tsn
+    return done
+
+
+SCTP_THRESHOLD = 3                  # the again cases keep Linux's fast_rtx_threshold
+
+
+def test_a_lost_fast_retransmission_waits_for_t3_when_never_struck_again(seen):
+    out, _ = seen
+    chunks = struck_again(out / "again-never.pcap")
+    print(f"again-never: {chunks}")
+    assert any(c.newly_after >= SCTP_THRESHOLD for c in chunks), \
+        "no chunk had the SACKs that could have struck it again"
+    for chunk in chunks:
+        assert chunk.third_at - chunk.second_at >= RTO_S / 2, chunk
+
+
+def test_struck_again_by_sacks_of_chunks_sent_after_its_fast_retransmission(seen):
+    out, _ = seen
+    chunks = [c for c in struck_again(out / "again-later.pcap")
+              if c.newly_after >= SCTP_THRESHOLD]
+    print(f"again-later: {chunks}")
+    assert chunks, "no chunk struck again"
+    for chunk in chunks:
+        assert chunk.newly_after == SCTP_THRESHOLD, chunk
+        # SACKs of chunks sent before the fast retransmission came, and did not count
+        assert chunk.newly_above > SCTP_THRESHOLD, chunk
+        assert chunk.third_at - chunk.second_at < RTO_S / 2, chunk
 
 
 # -- the era stack's route metrics ----------------------------------------------------------
