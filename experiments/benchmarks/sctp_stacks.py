@@ -7,7 +7,10 @@ router queue), at loss 0 and 3% each way, in virtual time (KERNEL=uml-virtual: t
 path's seconds cost no wall time): the bulk goodput of bulkflow on each stack and of usrsctp's
 `tsctp` into bulkflow's usrsctp receiver (the reference sender), and the per-file time of
 ftpc/ftpd's mget of small files by SCTP variant on each stack, TCP beside them
-(sctp_stacks_job.py). Ratios are taken within a repetition, then their median.
+(sctp_stacks_job.py). Ratios are taken within a repetition, then their median. On the
+project's kernel a fourth sender, the kernel's SCTP with `net.sctp.fast_rtx_strikes_again` 1
+(a chunk whose fast retransmission is lost is fast-retransmitted again, as FreeBSD's SCTP
+does), tells how much of the two stacks' difference at a loss that one behaviour makes.
 
 The CPU cost per MB needs a clock that charges computation: a second job on the real-time
 kernel (KERNEL=uml) moves the same bulk flows over an unshaped path and over E1's LAN path and
@@ -31,9 +34,10 @@ from topology.fidelity.cases import E1_PATHS
 from topology.kernel import open_backend
 from topology.kernel.base import REPO_ROOT, BackendError
 
+from ..stacks import BACKENDS_WITH_SWITCHES
 from ..stats import interval
 from ..workloads.base import WorkloadError, require_programs
-from .sctp_stacks_job import SENDERS, TSCTP
+from .sctp_stacks_job import KERNEL_SWITCH_SENDERS, SENDERS, TSCTP
 
 OUTPUT = REPO_ROOT / "results" / "bench-sctp-stacks.json"
 # Debian's tsctp is built with SCTP_DEBUG and switches all of it on (programs/tsctp.c calls
@@ -151,13 +155,19 @@ def paired(rows: list[dict[str, Any]], key: str, a: dict[str, str], b: dict[str,
     return {"median": statistics.median(ratios) if ratios else None, "runs": ratios, "of": key}
 
 
+def senders_for(kernel: str) -> list[str]:
+    """The bulk senders a kernel can run: the switch senders need the project's build."""
+    return [*SENDERS, *(KERNEL_SWITCH_SENDERS if kernel in BACKENDS_WITH_SWITCHES else ())]
+
+
 def tables(job: dict[str, Any], bulk: list[dict[str, Any]], mget: list[dict[str, Any]],
            cpu: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    senders = dict.fromkeys(r["sender"] for r in bulk)
     for condition in dict.fromkeys(r["condition"] for r in bulk):
         rows = [r for r in bulk if r["condition"] == condition]
         cell: dict[str, Any] = {"bulk_goodput_mbit": {}, "failed": []}
-        for sender in SENDERS:
+        for sender in senders:
             ok = [r for r in rows if r["sender"] == sender and r["ok"]]
             cell["bulk_goodput_mbit"][sender] = summary([r["goodput_mbit"] for r in ok])
             if cpu:
@@ -172,6 +182,14 @@ def tables(job: dict[str, Any], bulk: list[dict[str, Any]], mget: list[dict[str,
         cell["bulkflow_over_tsctp_goodput"] = paired(
             rows, condition, {"sender": "bulkflow-usrsctp"}, {"sender": "tsctp"},
             "goodput_mbit")
+        for sender in KERNEL_SWITCH_SENDERS:
+            if sender in senders:
+                cell["switched_over_kernel_goodput"] = paired(
+                    rows, condition, {"sender": sender}, {"sender": "bulkflow-kernel"},
+                    "goodput_mbit")
+                cell["usrsctp_over_switched_goodput"] = paired(
+                    rows, condition, {"sender": "bulkflow-usrsctp"}, {"sender": sender},
+                    "goodput_mbit")
         if cpu:
             cell["usrsctp_over_kernel_cpu_per_mb"] = paired(
                 rows, condition, {"sender": "bulkflow-usrsctp"}, {"sender": "bulkflow-kernel"},
@@ -213,7 +231,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         plan = {"bin_dir": bin_dir, "conditions": shaped_conditions(args.paths, scale),
                 "reps": args.reps, "files": args.files, "file_bytes": 10240,
                 "queue_bytes": QUEUE_BYTES, "mget_timeout_s": 3600,
-                "pcaps": args.pcaps is not None}
+                "pcaps": args.pcaps is not None, "senders": senders_for(args.virtual_kernel)}
         job = run_job(args.virtual_kernel, plan, shaped_work)
         if args.pcaps is not None:
             keep_pcaps(shaped_work, args.pcaps)
@@ -224,7 +242,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                             "conditions": tables(job, bulk, mget, cpu=False),
                             "bulk_runs": bulk, "mget_runs": mget}
         if not args.no_cpu:
-            plan = {**plan, "conditions": cpu_conditions(scale), "files": 0}
+            plan = {**plan, "conditions": cpu_conditions(scale), "files": 0,
+                    "senders": senders_for(args.cpu_kernel)}
             job = run_job(args.cpu_kernel, plan, cpu_work)
             bulk = [read_bulk(cpu_work, r) for r in job["bulk"]]
             result["cpu"] = {"plan": plan, "kernel": job["kernel"], "clock": job["clock"],
@@ -239,6 +258,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "stacks": "kernel: Linux SCTP over IP, its defaults; usrsctp 0.9.5.0 (Debian "
                   "libusrsctp) over UDP port 9899 at both ends (RFC 6951), its defaults, "
                   "as bulkflow's receiver records them (usrsctp_sysctls)",
+        "kernel_switch_senders": KERNEL_SWITCH_SENDERS,
         "bulk_metric": "receiver's bytes * 8 / (first byte -> last byte read), Mbit/s",
         "per_file_metric": "ftpc mget: 150 to NLST -> last 226, over the number of files",
         "cpu_metric": "sender's + receiver's CPU (utime + stime, the children's rusage) and the "
@@ -263,13 +283,20 @@ def print_table(out: dict[str, Any]) -> None:
     shaped = out["shaped"]
     print(f"bulk goodput, Mbit/s (mean ±90%), {shaped['kernel']} ({shaped['clock']}), "
           f"{shaped['wall_s']:.0f} s of wall time")
+    switched = next((s for s in KERNEL_SWITCH_SENDERS if s in shaped["plan"]["senders"]), None)
     print(f"  {'condition':18s} {'kernel':>16s} {'usrsctp':>16s} {'tsctp':>16s}"
-          f" {'usr/kern':>9s} {'bulk/tsctp':>10s}")
+          f" {'usr/kern':>9s} {'bulk/tsctp':>10s}"
+          + (f" {'kernel+again':>16s} {'again/kern':>10s} {'usr/again':>9s}" if switched
+             else ""))
     for name, cell in shaped["conditions"].items():
         g = cell["bulk_goodput_mbit"]
         print(f"  {name:18s} {fmt(g['bulkflow-kernel']):>16s} {fmt(g['bulkflow-usrsctp']):>16s}"
               f" {fmt(g['tsctp']):>16s} {ratio(cell['usrsctp_over_kernel_goodput']):>9s}"
-              f" {ratio(cell['bulkflow_over_tsctp_goodput']):>10s}")
+              f" {ratio(cell['bulkflow_over_tsctp_goodput']):>10s}"
+              + (f" {fmt(g[switched]):>16s} {ratio(cell['switched_over_kernel_goodput']):>10s}"
+                 f" {ratio(cell['usrsctp_over_switched_goodput']):>9s}" if switched else ""))
+    if switched:
+        print(f"  kernel+again: the kernel's SCTP with {KERNEL_SWITCH_SENDERS[switched]}")
     print(f"per-file time, s (mget of {out['meta']['files']} x 10 KB; usrsctp over kernel)")
     for name, cell in shaped["conditions"].items():
         if "per_file_s" not in cell:
@@ -283,7 +310,7 @@ def print_table(out: dict[str, Any]) -> None:
         print(f"CPU per MB arrived, ms (programs' own; whole guest), {cpu['kernel']} "
               f"({cpu['clock']}), {cpu['wall_s']:.0f} s of wall time")
         for name, cell in cpu["conditions"].items():
-            for sender in SENDERS:
+            for sender in cpu["plan"]["senders"]:
                 print(f"  {name:10s} {sender:17s} {fmt(cell['bulk_goodput_mbit'][sender], 1):>14s}"
                       f" Mbit/s  {fmt(cell['cpu_ms_per_mb'][sender], 2):>14s}"
                       f"  {fmt(cell['guest_busy_ms_per_mb'][sender], 2):>14s}")

@@ -6,8 +6,10 @@ Per condition and repetition, back to back, so that a change of the host's load 
 - bulk: bulkflow's sender into bulkflow's receiver on the kernel's SCTP, the same on usrsctp
   (inside UDP, port 9899 at both ends), and usrsctp's own `tsctp` into bulkflow's usrsctp
   receiver (the reference sender), each for the condition's seconds with the same message
-  size. With "cpu" in the plan (a real-time kernel): the sender's and the receiver's own CPU
-  (the children's rusage, each reaped alone) and the whole guest's busy time (/proc/stat).
+  size; on the project's kernel also the kernel's SCTP with a switch of its own set in the
+  sender's namespace for that run alone (KERNEL_SWITCH_SENDERS). With "cpu" in the plan (a
+  real-time kernel): the sender's and the receiver's own CPU (the children's rusage, each
+  reaped alone) and the whole guest's busy time (/proc/stat).
 - per file: ftpc's mget of the plan's files, by variant, against ftpd on each SCTP stack, and
   over TCP once, the reference.
 Raw outputs go to WORK; OUT lists what ran, read by sctp_stacks.py. With "pcaps" in the plan,
@@ -31,11 +33,18 @@ from topology.net.path import CLIENT_IP, SERVER_IP, PathTopology
 from topology.params import LinkShape, Queue
 
 from .. import procedure
+from ..stacks import KERNEL_SWITCHES
 
 DATA = Path("/dev/shm/bench-sctp-stacks")   # the kernel's tmpfs
 TSCTP = "/usr/lib/usrsctp/tsctp"
 MESSAGE_BYTES = 16384          # bulkflow's default SCTP message; tsctp is given the same
 SENDERS = ("bulkflow-kernel", "bulkflow-usrsctp", "tsctp")
+# bulkflow on the kernel's SCTP with one of the project kernel's era switches
+# (topology/kernel/timetravel/patches/) set in the sender's namespace: the one in which
+# usrsctp's SCTP differs from the kernel's at a loss (a chunk whose fast retransmission is
+# lost is fast-retransmitted again)
+KERNEL_SWITCH_SENDERS = {
+    "bulkflow-kernel-strikes-again": {"net.sctp.fast_rtx_strikes_again": "1"}}
 SCTP_VARIANTS = ("sctp-naive", "sctp-ms", "sctp-ms-cp")
 FIRST_PORT = 5001
 PCAP_SNAPLEN = 0               # whole: Wireshark reads a truncated DATA chunk as no chunk
@@ -81,9 +90,29 @@ def sender_argv(bin_dir: Path, sender: str, port: int, seconds: float) -> list[s
         udp = str(procedure.SCTP_UDP_PORT)
         return [TSCTP, "-U", udp, "-E", udp, "-D", "-l", str(MESSAGE_BYTES),
                 "-T", f"{seconds:g}", "-p", str(port), CLIENT_IP]
+    stack = "usrsctp" if sender == "bulkflow-usrsctp" else "kernel"
     return [str(bin_dir / "bulkflow"), "send", "--proto", "sctp", "--to", f"{CLIENT_IP}:{port}",
             "--duration", f"{seconds:g}", "--write-size", str(MESSAGE_BYTES),
-            *procedure.sctp_stack_options(sender.removeprefix("bulkflow-"))]
+            *procedure.sctp_stack_options(stack)]
+
+
+def set_switches(path: PathTopology, values: dict[str, str]) -> None:
+    for name, value in values.items():
+        if path.server.popen(["sysctl", "-q", "-w", f"{name}={value}"]).wait() != 0:
+            raise RuntimeError(f"sctp-stacks: cannot set {name}={value} in the sender's "
+                               "namespace: this sender needs the project's kernel "
+                               "(KERNEL=uml-virtual)")
+
+
+@contextlib.contextmanager
+def switched(path: PathTopology, sender: str) -> Iterator[None]:
+    """The sender's switches set for its run, and put back to Linux's own after it."""
+    values = KERNEL_SWITCH_SENDERS.get(sender, {})
+    set_switches(path, values)
+    try:
+        yield
+    finally:
+        set_switches(path, {name: KERNEL_SWITCHES[name] for name in values})
 
 
 @contextlib.contextmanager
@@ -108,8 +137,8 @@ def bulk(path: PathTopology, bin_dir: Path, work: Path, row: dict[str, Any],
     """One transfer; the receiver started first and reaped last, so each rusage delta is one
     program's."""
     name = f"bulk-{row['condition']}-{row['sender']}-{row['rep']}"
-    stack = "kernel" if row["sender"] == "bulkflow-kernel" else "usrsctp"
-    with captured(path, work, name, pcaps):
+    stack = "usrsctp" if row["sender"] in ("bulkflow-usrsctp", "tsctp") else "kernel"
+    with captured(path, work, name, pcaps), switched(path, row["sender"]):
         receiver = procedure.start(path.client.popen,
                                    receiver_argv(bin_dir, stack, row["port"]),
                                    work / f"{name}.recv.jsonl")
@@ -177,8 +206,9 @@ def main(plan_file: str, work_dir: str, out_file: str) -> int:
     plan, work = json.loads(Path(plan_file).read_text()), Path(work_dir)
     bin_dir = Path(plan["bin_dir"])
     make_files(plan["files"], plan["file_bytes"])
+    senders = plan.get("senders", SENDERS)
     steps = len(plan["conditions"]) * plan["reps"] * (
-        len(SENDERS) + (4 + len(SCTP_VARIANTS) if plan["files"] else 0))
+        len(senders) + (4 + len(SCTP_VARIANTS) if plan["files"] else 0))
     progress, rows, port = Progress(steps), [], FIRST_PORT
     out: dict[str, Any] = {"kernel_release": os.uname().release, "bulk": rows, "mget": []}
     first = plan["conditions"][0]
@@ -187,7 +217,7 @@ def main(plan_file: str, work_dir: str, out_file: str) -> int:
             link = shape(condition, plan["queue_bytes"])
             path.set_links({"up": link, "down": link})
             for rep in range(plan["reps"]):
-                for sender in SENDERS:
+                for sender in senders:
                     rows.append(bulk(path, bin_dir, work, {
                         "condition": condition["name"], "rep": rep, "sender": sender,
                         "port": port}, condition["bulk_s"], plan.get("pcaps", False)))
