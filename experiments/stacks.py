@@ -366,7 +366,7 @@ STACKS: dict[str, Stack] = {
             "be struck again, under a rule read only in sctp_indata.c of 2005 (rev. 1.36: a "
             "SACK that newly acknowledges the last TSN sent at the fast retransmission, or "
             "later); a 2004 stack would be closer to fast_rtx_strikes_again 1 than to the "
-            "2002-2003 code this stack follows",
+            "2002-2003 code this stack follows (stack freebsd-4.6-kame-2004)",
         )),
     # E3's hosts were ns-2's agents (ns-2.1 with the University of Delaware's SCTP): the
     # kernel's TCP and SCTP set as ns-2.35's agents are, where Linux and the project's kernel
@@ -431,6 +431,30 @@ STACKS: dict[str, Stack] = {
             "TCP's initial RTO: set, but bulk-flows does not apply it (one handshake a flow)",
         )),
 }
+# The FTP studies' hosts with KAME's SCTP as its 2004 code recovered from a lost fast
+# retransmission: E1's KAME patch levels are not dated, and the 2002-2003 code freebsd-4.6
+# follows and the 2004 code differ in that alone of what the switches can express.
+STACKS["freebsd-4.6-kame-2004"] = replace(
+    STACKS["freebsd-4.6"], name="freebsd-4.6-kame-2004",
+    description=STACKS["freebsd-4.6"].description + "; and KAME's SCTP of 2004, which "
+    "fast-retransmits a chunk again when its fast retransmission is lost",
+    switches={**STACKS["freebsd-4.6"].switches, "net.sctp.fast_rtx_strikes_again": "1"},
+    sources=STACKS["freebsd-4.6"].sources + (
+        "KAME sys/netinet/sctp_output.c rev. 1.40 (2004/04/09), sctp_chunk_retransmission: "
+        "every retransmitted chunk returns to SCTP_DATAGRAM_SENT, where rev. 1.18 kept a "
+        "fast-retransmitted one above SCTP_DATAGRAM_RESEND until T3, so that later SACKs "
+        "strike it again; sctp_input.c rev. 1.25 (2004/05/26) marks a chunk's "
+        "fast_retran_tsn as \"what sequences can cause a new FR\"; the rule, read in "
+        "sctp_indata.c rev. 1.36 (2005/03/06, NetBSD's import), sctp_strike_gap_ack_chunks: "
+        "a SACK whose biggest newly acknowledged TSN reaches fast_retran_tsn strikes it, or "
+        "any SACK that moves the cumulative ack in fast recovery: "
+        "fast_rtx_strikes_again 1",),
+    not_applied=tuple(n for n in STACKS["freebsd-4.6"].not_applied
+                      if not n.startswith("E1's KAME patch levels")) + (
+        "KAME's fast_retran_tsn in 2005 (sctp_indata.c rev. 1.36) is the last TSN sent at "
+        "the fast retransmission (sending_seq - 1), one before the next TSN the switch "
+        "compares with (as FreeBSD's SCTP does today); no sctp_indata.c of 2004 was read",))
+
 DEFAULT_STACK = "linux"
 
 
@@ -545,8 +569,7 @@ def refusal_without_switches(stack: str, backend: str) -> str | None:
         return None
     settings = ", ".join(f"{k}={v}" for k, v in sorted(needed.items()))
     return (f"stack {stack} needs switches that only the project's kernel build has "
-            f"({settings}; topology/kernel/timetravel/patches/0003-era-switches.patch and "
-            "0004-sctp-fast-rtx-restarts-t3.patch), and "
+            f"({settings}; topology/kernel/timetravel/patches/), and "
             f"backend {backend} boots another kernel: run with KERNEL=uml-built (real time) "
             "or KERNEL=uml-virtual (virtual time)")
 
