@@ -240,6 +240,14 @@ class Stack:
                     ("today", "era", "mechanism"), self.ablation, strict=True))})}
 
 
+# What freebsd-4.6 leaves out and freebsd-4.6-kame-2004 applies.
+KAME_2004_RECOVERY = (
+    "E1's KAME patch levels (24, 25) are not dated. KAME's sctp_output.c of 2004/04/09 "
+    "(rev. 1.40) returns a fast-retransmitted chunk to SENT, so that it can be struck again, "
+    "under a rule read only in sctp_indata.c of 2005 (rev. 1.36: a SACK that newly "
+    "acknowledges the last TSN sent at the fast retransmission, or later); a 2004 stack would "
+    "be closer to fast_rtx_strikes_again 1 than to the 2002-2003 code this stack follows "
+    "(stack freebsd-4.6-kame-2004)")
 RFC2960_SCTP_RTO_MS = (1000, 3000, 60_000)   # RTO.Min, RTO.Initial, RTO.Max (RFC 2960 14)
 # What Linux SCTP can be asked without raising net.core.rmem_max, a host-wide setting.
 LINUX_RMEM_MAX = 212_992
@@ -361,12 +369,7 @@ STACKS: dict[str, Stack] = {
             "(getdatasock: SO_SNDBUF 65536); ours keep the stack's 32 KB",
             "TCP's backoff ceiling: FreeBSD's TCPTV_REXMTMAX (64 s, tcp_timer.h), Linux's "
             "TCP_RTO_MAX (120 s)",
-            "E1's KAME patch levels (24, 25) are not dated. KAME's sctp_output.c of "
-            "2004/04/09 (rev. 1.40) returns a fast-retransmitted chunk to SENT, so that it can "
-            "be struck again, under a rule read only in sctp_indata.c of 2005 (rev. 1.36: a "
-            "SACK that newly acknowledges the last TSN sent at the fast retransmission, or "
-            "later); a 2004 stack would be closer to fast_rtx_strikes_again 1 than to the "
-            "2002-2003 code this stack follows (stack freebsd-4.6-kame-2004)",
+            KAME_2004_RECOVERY,
         )),
     # E3's hosts were ns-2's agents (ns-2.1 with the University of Delaware's SCTP): the
     # kernel's TCP and SCTP set as ns-2.35's agents are, where Linux and the project's kernel
@@ -450,7 +453,7 @@ STACKS["freebsd-4.6-kame-2004"] = replace(
         "any SACK that moves the cumulative ack in fast recovery: "
         "fast_rtx_strikes_again 1",),
     not_applied=tuple(n for n in STACKS["freebsd-4.6"].not_applied
-                      if not n.startswith("E1's KAME patch levels")) + (
+                      if n != KAME_2004_RECOVERY) + (
         "KAME's fast_retran_tsn in 2005 (sctp_indata.c rev. 1.36) is the last TSN sent at "
         "the fast retransmission (sending_seq - 1), one before the next TSN the switch "
         "compares with (as FreeBSD's SCTP does today); no sctp_indata.c of 2004 was read",))

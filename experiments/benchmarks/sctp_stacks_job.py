@@ -33,6 +33,7 @@ from topology.net.path import CLIENT_IP, SERVER_IP, PathTopology
 from topology.params import LinkShape, Queue
 
 from .. import procedure
+from ..inkernel.kernel_batch import apply_sysctls
 from ..stacks import KERNEL_SWITCHES
 
 DATA = Path("/dev/shm/bench-sctp-stacks")   # the kernel's tmpfs
@@ -90,29 +91,28 @@ def sender_argv(bin_dir: Path, sender: str, port: int, seconds: float) -> list[s
         udp = str(procedure.SCTP_UDP_PORT)
         return [TSCTP, "-U", udp, "-E", udp, "-D", "-l", str(MESSAGE_BYTES),
                 "-T", f"{seconds:g}", "-p", str(port), CLIENT_IP]
-    stack = "usrsctp" if sender == "bulkflow-usrsctp" else "kernel"
     return [str(bin_dir / "bulkflow"), "send", "--proto", "sctp", "--to", f"{CLIENT_IP}:{port}",
             "--duration", f"{seconds:g}", "--write-size", str(MESSAGE_BYTES),
-            *procedure.sctp_stack_options(stack)]
+            *procedure.sctp_stack_options(stack_of(sender))]
 
 
-def set_switches(path: PathTopology, values: dict[str, str]) -> None:
-    for name, value in values.items():
-        if path.server.popen(["sysctl", "-q", "-w", f"{name}={value}"]).wait() != 0:
-            raise RuntimeError(f"sctp-stacks: cannot set {name}={value} in the sender's "
-                               "namespace: this sender needs the project's kernel "
-                               "(KERNEL=uml-virtual)")
+def stack_of(sender: str) -> str:
+    """The SCTP stack a bulk sender runs on, and its receiver with it."""
+    return "usrsctp" if sender in ("bulkflow-usrsctp", "tsctp") else "kernel"
 
 
 @contextlib.contextmanager
 def switched(path: PathTopology, sender: str) -> Iterator[None]:
-    """The sender's switches set for its run, and put back to Linux's own after it."""
+    """The sender's switches set for its run (a kernel without them refuses), and put back to
+    Linux's own after it."""
     values = KERNEL_SWITCH_SENDERS.get(sender, {})
-    set_switches(path, values)
+    if values:
+        apply_sysctls(path.server, values)
     try:
         yield
     finally:
-        set_switches(path, {name: KERNEL_SWITCHES[name] for name in values})
+        if values:
+            apply_sysctls(path.server, {name: KERNEL_SWITCHES[name] for name in values})
 
 
 @contextlib.contextmanager
@@ -137,10 +137,9 @@ def bulk(path: PathTopology, bin_dir: Path, work: Path, row: dict[str, Any],
     """One transfer; the receiver started first and reaped last, so each rusage delta is one
     program's."""
     name = f"bulk-{row['condition']}-{row['sender']}-{row['rep']}"
-    stack = "usrsctp" if row["sender"] in ("bulkflow-usrsctp", "tsctp") else "kernel"
     with captured(path, work, name, pcaps), switched(path, row["sender"]):
         receiver = procedure.start(path.client.popen,
-                                   receiver_argv(bin_dir, stack, row["port"]),
+                                   receiver_argv(bin_dir, stack_of(row["sender"]), row["port"]),
                                    work / f"{name}.recv.jsonl")
         cpu, busy = children_cpu_s(), busy_s()
         try:
