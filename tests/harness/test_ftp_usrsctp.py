@@ -13,6 +13,7 @@ import pytest
 
 from experiments.tshark import fields
 from experiments.workloads.ftp_mget.measure import control_channel
+from experiments.workloads.ftp_mget.workload import client_events
 from tests.harness.conftest import (
     assert_on_usrsctp_with_the_stack_s_timers,
     harness,
@@ -44,18 +45,52 @@ def test_every_session_on_both_stacks_is_measured_from_its_pcap_and_agrees_with_
     assert len(runs) == 12
     for run in runs:
         assert run["status"] == "ok" and run["transfer_time_s"], run
-        # The client has a reply after the wire does. The pcap's interval is shorter where a
-        # retransmission fills stream 0's gap and the client works through the replies and
-        # files queued behind it, a millisecond a file in the pinned kernel (seen: 8 ms behind
-        # 5 files on usrsctp): flagged, the pcap decides. A file misread from the pcap would
-        # move the interval by a file's time on this path (10 KB at 3 Mbit/s: 27 ms); the
-        # bounds leave room for a loaded machine's latency at either end.
-        assert -25.0 <= float(run["pcap_client_diff_ms"]) <= 10.0, run
+        assert_the_pcap_reads_the_client_s_replies(stacks, run)
         assert (run["flagged"] == "True") == (abs(float(run["pcap_client_diff_ms"])) > 1.0)
         assert abs(float(run["phases_total_s"]) - float(run["transfer_time_s"])) <= 0.001, run
     usrsctp = [r for r in runs if r["sctp_stack"] == "usrsctp"]
     # 3% loss on every packet: the pcap's reading through UDP finds usrsctp's retransmissions
     assert sum(int(r["retransmissions"]) for r in usrsctp) > 0
+
+
+LATE_READ_LIMIT_S = 1.0   # a reply the client read this long after it arrived: a clock misread
+CLOCK_TOLERANCE_S = 50e-6
+
+
+def assert_the_pcap_reads_the_client_s_replies(folder: Path, run: dict[str, str]) -> None:
+    """The pcap's control channel is the client's, command for command and reply for reply,
+    and the pcap's interval differs from the client's only by how late the client read the
+    interval's two replies. The client has a reply after the wire does, and on a loaded
+    machine by up to tens of milliseconds (the server, the capture and the other test's
+    kernel share the two cores; seen: 21 ms), at the interval's start as at its end, so the
+    two intervals may differ by more than a file's time (10 KB at 3 Mbit/s: 27 ms) without a
+    misread. A misread shows here: another reply taken for the 150 or the last 226 breaks the
+    order of the codes, and a copy's time later than the first one's makes the client read a
+    reply before it arrived.
+
+    The clocks (the client's CLOCK_MONOTONIC, the capture's) are aligned on the commands: the
+    client stamps a command before it leaves, so the smallest lead is the clocks' offset plus
+    at most the fastest send."""
+    channel = control_channel(folder / run["pcap"], "sctp")
+    events = client_events(folder / "runs" / run["run_id"])
+    commands = [(e["cmd"], e["t"]) for e in events if e.get("event") == "command"]
+    replies = [(e["code"], e["t"]) for e in events if e.get("event") == "reply"]
+    assert [verb for verb, _ in channel.commands] == [verb for verb, _ in commands], run
+    assert [code for code, _ in channel.replies] == [code for code, _ in replies], run
+    offset = min(wire - client for (_, wire), (_, client) in zip(channel.commands, commands,
+                                                                   strict=True))
+    late = [client - wire + offset for (_, wire), (_, client) in zip(channel.replies, replies,
+                                                                      strict=True)]
+    codes = [code for code, _ in replies]
+    start, end = codes.index(150), len(codes) - 1 - codes[::-1].index(226)
+    # from the interval's start: before it, the greeting can wait in the kernel for the
+    # association's handshake to finish at the client (a COOKIE ACK lost), seconds at 3% loss
+    assert all(-CLOCK_TOLERANCE_S <= t <= LATE_READ_LIMIT_S for t in late[start:]), (run, late)
+    # the interval's end as the pcap has it: its last 226, or its last file's last byte
+    late_at_end = late[start] - float(run["pcap_client_diff_ms"]) / 1000
+    assert -CLOCK_TOLERANCE_S <= late_at_end <= LATE_READ_LIMIT_S, (run, late_at_end)
+    if float(run["last_byte_after_226_s"]) == 0.0:
+        assert late_at_end == pytest.approx(late[end], abs=CLOCK_TOLERANCE_S), run
 
 
 def test_usrsctp_runs_inside_udp_at_both_ends_with_the_stack_s_timers(stacks):
