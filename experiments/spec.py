@@ -64,6 +64,7 @@ class Experiment:
     run_timeout_s: float = 900.0
     snaplen: int = 0
     capture: str = "whole"             # or "headers": CAPTURES
+    capture_at: tuple[str, ...] = ("client",)   # and "server": CAPTURE_ENDS
     slurm: SlurmSettings = SlurmSettings()
     simulator: str = ""                # "": the pinned kernel; else the workload's model of it
 
@@ -83,7 +84,8 @@ class Experiment:
             "tcp_profiles": list(self.tcp_profiles), "sctp": self.sctp,
             "repetitions": vars(self.repetitions), "seed": self.seed,
             "run_timeout_s": self.run_timeout_s, "snaplen": self.snaplen,
-            "capture": self.capture, "slurm": self.slurm.record(),
+            "capture": self.capture, "capture_at": list(self.capture_at),
+            "slurm": self.slurm.record(),
             "simulator": self.simulator or None,
             "metrics": {m.name: m.description for m in self.kind.metrics},
         }
@@ -95,7 +97,8 @@ COMMON_SCHEMA: dict[str, Any] = {
     "repetitions": {"min": int, "max": int, "target_half_width": float, "confidence": float,
                     "metric": str},
     "sctp": {knob: int for knob in SCTP_KNOBS},
-    "run": {"timeout_s": float, "snaplen": int, "capture": str, "slurm": SLURM_SETTINGS},
+    "run": {"timeout_s": float, "snaplen": int, "capture": str, "capture_at": list,
+            "slurm": SLURM_SETTINGS},
 }
 
 # What a run's pcap holds. "headers": every packet to its transport headers (procedure's
@@ -103,6 +106,10 @@ COMMON_SCHEMA: dict[str, Any] = {
 # `whole_in_a_capture_of_headers` filter); about a tenth of the bytes, written and stored, of
 # whole packets, for the same measured results (tests/harness/test_capture_of_headers.py).
 CAPTURES = ("whole", "headers")
+# Where a run captures: always at the client, whose pcap every measurement reads; also at the
+# server, for its own view of a session (what it sent that the path lost, what reached it),
+# in pcaps/<run id>.server.pcap, for a workload with one client and one server.
+CAPTURE_ENDS = ("client", "server")
 
 
 def find(name_or_file: str) -> Path:
@@ -218,6 +225,7 @@ class Reader:
             repetitions=self.repetitions(data.get("repetitions", {}), workload),
             seed=data.get("seed", 1), run_timeout_s=float(run.get("timeout_s", 900.0)),
             snaplen=run.get("snaplen", 0), capture=run.get("capture", "whole"),
+            capture_at=self.capture_ends(run.get("capture_at", ["client"]), workload),
             slurm=read_settings(run.get("slurm", {}), self.fail),
             simulator=data.get("simulator", ""))
         if not 10 <= experiment.run_timeout_s <= 86_400:
@@ -267,6 +275,16 @@ class Reader:
         if burst is not None:
             self.guard("network.loss_burst",
                        lambda b: LinkShape(loss=max(experiment.losses), loss_burst=b), burst)
+
+    def capture_ends(self, ends: list[Any], workload: Workload) -> tuple[str, ...]:
+        if ends[:1] != ["client"] or len(set(ends)) != len(ends) or any(
+                end not in CAPTURE_ENDS for end in ends):
+            raise self.fail("run.capture_at", f'["client"] or ["client", "server"], not {ends!r}'
+                                              " (the client's pcap is the one measured)")
+        if "server" in ends and not getattr(workload, "captures_the_server", False):
+            raise self.fail("run.capture_at", f"the {workload.kind} workload captures only at "
+                                               'its client: ["client"]')
+        return tuple(ends)
 
     def check_capture(self, experiment: Experiment, workload: Workload) -> None:
         if experiment.capture not in CAPTURES:

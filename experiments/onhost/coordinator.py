@@ -207,6 +207,8 @@ class Harness:
             "workload": self.workload.order(self.experiment, point, self.prepared),
             "timeout_s": self.experiment.run_timeout_s, "snaplen": self.experiment.snaplen,
             "capture": self.experiment.capture,
+            "server_pcap": (str(self.ledger.server_pcap(run_id))
+                            if "server" in self.experiment.capture_at else None),
             "estimate_s": self.workload.estimate_s(self.experiment, point),
             "host": self.host,
         }

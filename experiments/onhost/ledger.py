@@ -123,6 +123,9 @@ class Ledger:
     def pcap(self, run_id: str) -> Path:
         return self.pcaps / f"{run_id}.pcap"
 
+    def server_pcap(self, run_id: str) -> Path:
+        return self.pcaps / f"{run_id}.server.pcap"
+
     def finished(self, required: Mapping[str, type] = ENVELOPE,
                  if_present: Mapping[str, type] | None = None) -> dict[str, dict[str, Any]]:
         """Records of every finished run, by run id. A record that cannot be read or lacks a

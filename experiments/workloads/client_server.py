@@ -1,12 +1,12 @@
 """One client-server run on `path` (or `dualpath`), the shape ftp-mget's and http-page's runs
 share: the server started and the client's interfaces captured into the run's pcap (on
 `dualpath` one capture per path, merged into one pcap in time order at the end, so every
-reading of a pcap sees both paths; a path's packets are told by their addresses), the client
-run to its end
-within the run's limit, and the run's pcap closed however the run went, once the client's
-connections and associations have closed (or TEARDOWN_LIMIT_S; VIRTUAL_TEARDOWN_LIMIT_S in
-virtual time) and every packet the kernel handed the capture is written; a capture that wrote
-fewer packets than it was handed fails the run (it is redone).
+reading of a pcap sees both paths; a path's packets are told by their addresses), and with
+run.capture_at's "server" the server's interfaces the same way into pcaps/<run id>.server.pcap;
+the client run to its end within the run's limit, and the run's pcaps closed however the run
+went, once the client's connections and associations have closed (or TEARDOWN_LIMIT_S;
+VIRTUAL_TEARDOWN_LIMIT_S in virtual time) and every packet the kernel handed the captures is
+written; a capture that wrote fewer packets than it was handed fails the run (it is redone).
 
 The capture lives as long as the topology (`run_capture.RunCapture`, held in `net.held`): one
 start per topology instead of a tcpdump per run. It is in immediate mode in real time and in
@@ -19,6 +19,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from topology.net.base import Topology
 
 CLIENT_IF = "client-eth0"
+SERVER_IF = "server-eth0"
 CAPTURE = "client capture"
+SERVER_CAPTURE = "server capture"
 # wireshark-common's, beside tshark: merges pcaps by their packets' times
 MERGECAP = "mergecap"
 
@@ -55,26 +58,50 @@ def client_interfaces(net: Topology) -> tuple[str, ...]:
     return net.client_interfaces or (CLIENT_IF,)
 
 
-def held_captures(net: Topology, run: dict[str, Any], keep_whole: str) -> list[RunCapture]:
-    """The topology's captures of the client's interfaces, one each, started if it has none
-    like the run's (or one of them has stopped)."""
+@dataclass(frozen=True)
+class _Side:
+    """One end's captures: its node, its interfaces and where its pcap goes."""
+
+    node: str
+    interfaces: tuple[str, ...]
+    key: str          # its captures' names in net.held
+    pcap: str         # the pcap's final path; it is written beside it as .partial first
+
+    @property
+    def partial(self) -> Path:
+        return Path(self.pcap + ".partial")
+
+
+def _sides(net: Topology, run: dict[str, Any]) -> list[_Side]:
+    """The client's captures, and the server's where the run asks for them (server_pcap)."""
+    sides = [_Side("client", client_interfaces(net), CAPTURE, run["pcap"])]
+    if run.get("server_pcap"):
+        sides.append(_Side("server", net.server_interfaces or (SERVER_IF,), SERVER_CAPTURE,
+                           run["server_pcap"]))
+    return sides
+
+
+def held_captures(net: Topology, run: dict[str, Any], keep_whole: str,
+                  side: _Side | None = None) -> list[RunCapture]:
+    """The captures of one end's interfaces (the client's unless told), one each, started if
+    it has none like the run's (or one of them has stopped)."""
+    side = side or _sides(net, run)[0]
     settings = capture_settings(run, keep_whole)
-    interfaces = client_interfaces(net)
-    held = [net.held.get(_name(i)) for i in range(len(interfaces))]
+    held = [net.held.get(_name(side.key, i)) for i in range(len(side.interfaces))]
     if all(isinstance(h, RunCapture) and h.settings == settings and h.alive() for h in held):
         return held  # type: ignore[return-value]
-    _let_go(net)
+    _let_go(net, side.key)
     captures = []
-    for i, iface in enumerate(interfaces):
-        capture = RunCapture(net.node("client").popen, iface, settings,
+    for i, iface in enumerate(side.interfaces):
+        capture = RunCapture(net.node(side.node).popen, iface, settings,
                              run["workload"]["runcapture"])
-        net.held[_name(i)] = capture
+        net.held[_name(side.key, i)] = capture
         captures.append(capture)
     return captures
 
 
-def _name(index: int) -> str:
-    return CAPTURE if index == 0 else f"{CAPTURE} {index + 1}"
+def _name(key: str, index: int) -> str:
+    return key if index == 0 else f"{key} {index + 1}"
 
 
 def _part(pcap_partial: Path, index: int, count: int) -> Path:
@@ -89,54 +116,61 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
                        server_log: Path, keep_whole: str = "") -> Iterator[None]:
     """The server on `server` and the run's pcap open, for the block's length;
     record["capture"] holds the capture's counts, record["pcap"] the pcap's path once it is in
-    place."""
+    place (and record["server_capture"], record["server_pcap"] the server's, when the run has
+    one: the server's own view of the session, read by no measurement)."""
     client, server = net.node("client"), net.node("server")
-    pcap_partial = Path(run["pcap"] + ".partial")
     process = None
-    captures: list[RunCapture] = []
+    opened: list[tuple[_Side, list[RunCapture]]] = []
     try:
         process = procedure.launch_logged(server.popen, server_argv, server_log)
-        try:
-            captures = held_captures(net, run, keep_whole)
-            for i, capture in enumerate(captures):
-                capture.open(_part(pcap_partial, i, len(captures)))
-        except RunFailure:
-            _let_go(net)
-            raise
-        record["capture_ring_kb"] = captures[0].settings.buffer_kb
-        record["capture_mode"] = "immediate" if captures[0].settings.immediate else "block"
-        if len(captures) > 1:
+        for side in _sides(net, run):
+            try:
+                captures = held_captures(net, run, keep_whole, side)
+                opened.append((side, captures))
+                for i, capture in enumerate(captures):
+                    capture.open(_part(side.partial, i, len(captures)))
+            except RunFailure:
+                for held_side, _ in opened or [(side, [])]:
+                    _let_go(net, held_side.key)
+                raise
+        first = opened[0][1][0]
+        record["capture_ring_kb"] = first.settings.buffer_kb
+        record["capture_mode"] = "immediate" if first.settings.immediate else "block"
+        if len(opened[0][1]) > 1:
             record["capture_interfaces"] = list(client_interfaces(net))
         procedure.await_ready(process, server_argv, server_log)
         mark("server_and_capture_start")
         yield
     finally:
-        if any(capture.is_open for capture in captures):
+        if any(capture.is_open for _, captures in opened for capture in captures):
             # the pcap ends with the sessions' closing exchanges, not in the middle of them:
             # so it holds the whole session and the next run's none of it
             record["teardown_s"] = procedure.await_sessions_closed(
                 (client.pid, server.pid), procedure.TEARDOWN_LIMIT_S if capture_immediate()
                 else procedure.VIRTUAL_TEARDOWN_LIMIT_S)
-            _close(net, captures, pcap_partial, run, record)
+            for side, captures in opened:
+                _close(net, side, captures, record)
         if process is not None:
             procedure.stop(process)
     if record.get("capture_error"):
         raise RunFailure(record["capture_error"])
-    shortfall = procedure.capture_shortfall(record.get("capture", {}))
-    if shortfall:
-        raise RunFailure(shortfall)
+    for end in ("", "server_"):
+        shortfall = procedure.capture_shortfall(record.get(f"{end}capture", {}))
+        if shortfall:
+            raise RunFailure(f"{end.replace('_', ' ')}{shortfall}")
 
 
-def _let_go(net: Topology) -> None:
-    for name in [n for n in net.held if n.startswith(CAPTURE)]:
+def _let_go(net: Topology, key: str = CAPTURE) -> None:
+    for name in [n for n in net.held if n == key or n.startswith(f"{key} ")]:
         net.held.pop(name).stop()
 
 
-def _close(net: Topology, captures: list[RunCapture], pcap_partial: Path, run: dict[str, Any],
+def _close(net: Topology, side: _Side, captures: list[RunCapture],
            record: dict[str, Any]) -> None:
-    """The run's pcap closed (the captures' pcaps merged into it) and moved into place; a
+    """One end's pcap closed (its captures' pcaps merged into it) and moved into place; a
     capture that fails is recorded (the run fails after its server stopped) and let go, the
     next run starts another."""
+    prefix = "" if side.key == CAPTURE else "server_"
     started = time.monotonic()
     counts: dict[str, int] = {}
     for capture in captures:
@@ -144,18 +178,18 @@ def _close(net: Topology, captures: list[RunCapture], pcap_partial: Path, run: d
             for key, value in capture.close().items():
                 counts[key] = counts.get(key, 0) + value
         except RunFailure as failure:
-            record["capture_error"] = f"{capture.iface}: {failure}"
-            _let_go(net)
+            record["capture_error"] = f"{side.node} {capture.iface}: {failure}"
+            _let_go(net, side.key)
             break
     if "capture_error" not in record:
-        record["capture"] = counts
-    parts = [_part(pcap_partial, i, len(captures)) for i in range(len(captures))]
+        record[f"{prefix}capture"] = counts
+    parts = [_part(side.partial, i, len(captures)) for i in range(len(captures))]
     if len(parts) > 1 and all(p.exists() for p in parts):
-        _merge(parts, pcap_partial, record)
-    record["capture_close_s"] = time.monotonic() - started
-    if pcap_partial.exists():
-        os.replace(pcap_partial, run["pcap"])
-        record["pcap"] = run["pcap"]
+        _merge(parts, side.partial, record)
+    record[f"{prefix}capture_close_s"] = time.monotonic() - started
+    if side.partial.exists():
+        os.replace(side.partial, side.pcap)
+        record[f"{prefix}pcap"] = side.pcap
 
 
 def _merge(parts: list[Path], into: Path, record: dict[str, Any]) -> None:

@@ -124,6 +124,12 @@ def test_xftp_is_a_point_per_number_of_connections(tmp_path):
      "one of 'whole', 'headers', not 'payload'"),
     (("[matrix]", "[run]\ncapture = \"headers\"\nsnaplen = 200\n[matrix]"), "run.snaplen",
      'capture = "headers" sets the snaplen itself'),
+    (("[matrix]", "[run]\ncapture_at = [\"server\"]\n[matrix]"), "run.capture_at",
+     "the client's pcap is the one measured"),
+    (("[matrix]", "[run]\ncapture_at = [\"client\", \"router\"]\n[matrix]"), "run.capture_at",
+     '["client"] or ["client", "server"]'),
+    (("[matrix]", "[run]\ncapture_at = [\"client\", \"client\"]\n[matrix]"), "run.capture_at",
+     "not ['client', 'client']"),
     (("queue = \"500KB\"", "queue = \"500KB\"\nloss_burst = 0.5"), "network.loss_burst",
      "between 1 and"),
     (("queue = \"500KB\"", "queue = \"500KB\"\nloss_burst = \"4\""), "network.loss_burst",
@@ -135,6 +141,14 @@ def test_bad_values_are_refused_with_file_key_and_reason(tmp_path, change, key, 
         spec.load(str(path))
     message = str(refused.value)
     assert str(path) in message and key in message and reason in message
+
+
+def test_a_run_captures_at_the_client_unless_the_file_adds_the_server(tmp_path):
+    assert spec.load(str(write(tmp_path, GOOD))).capture_at == ("client",)
+    both = spec.load(str(write(tmp_path, GOOD.replace(
+        "[matrix]", '[run]\ncapture_at = ["client", "server"]\n[matrix]'))))
+    assert both.capture_at == ("client", "server")
+    assert both.as_record()["capture_at"] == ["client", "server"]
 
 
 def test_name_must_match_the_file(tmp_path):
@@ -274,6 +288,8 @@ def test_bad_sctp_stack_axes_are_refused(tmp_path, change, reason):
     (("workload = \"bulk-flows\"", "workload = \"ftp-mget\""), "topology",
      "runs on path or dualpath, not dumbbell"),
     (("mtu = 1540", "mtu = 100000"), "network.mtu", "out of range"),
+    (("[matrix]", "[run]\ncapture_at = [\"client\", \"server\"]\n[matrix]"), "run.capture_at",
+     "the bulk-flows workload captures only at its client"),
 ])
 def test_bad_bulk_flows_values_are_refused(tmp_path, change, key, reason):
     assert change[0] in BULK

@@ -70,12 +70,13 @@ class Topology:
     named_link: ClassVar[str] = ""
     # a client-server topology's address plan (path, dualpath): the addresses the programs
     # use, the further ones an SCTP end host also binds (multihoming), and the client's
-    # interfaces a run captures
+    # interfaces a run captures (the server's too, where the experiment asks: run.capture_at)
     client_ip: ClassVar[str] = ""
     server_ip: ClassVar[str] = ""
     client_also: ClassVar[tuple[str, ...]] = ()
     server_also: ClassVar[tuple[str, ...]] = ()
     client_interfaces: ClassVar[tuple[str, ...]] = ()
+    server_interfaces: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def run_links(cls, lossy: LinkShape, clean: LinkShape, *, pairs: int = 1,

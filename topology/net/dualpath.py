@@ -56,6 +56,7 @@ class DualPath(Topology):
     server_also = (server_address(2),)
     # the client's interfaces, whose packets a run captures
     client_interfaces = ("client-eth0", "client-eth1")
+    server_interfaces = ("server-eth0", "server-eth1")
     entry_table = "paths"
     entry_keys = PATH_ENTRY_KEYS
     named_link = "path1-up"

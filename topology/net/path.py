@@ -34,6 +34,7 @@ class PathTopology(Topology):
     client_ip = CLIENT_IP
     server_ip = SERVER_IP
     client_interfaces = ("client-eth0",)
+    server_interfaces = ("server-eth0",)
     entry_table = "paths"
     entry_keys = PATH_ENTRY_KEYS
     named_link = "up"

@@ -235,6 +235,7 @@ class FtpMget:
     table_keys: dict[str, Any] = {}
     # what a capture of headers keeps whole: the control channel and SCTP bundles
     whole_in_a_capture_of_headers = WHOLE_IN_A_CAPTURE_OF_HEADERS
+    captures_the_server = True   # run.capture_at may add the server's end
     metrics = (
         Metric("transfer_time_s", "the session's interval (the experiment's metric) read from "
                                   "the client's pcap, seconds"),

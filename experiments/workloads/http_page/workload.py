@@ -94,6 +94,7 @@ class HttpPage:
     kind = KIND
     topologies = ("path",)
     data_direction = {"path": "down"}    # answers: server to client
+    captures_the_server = True   # run.capture_at may add the server's end
     top_keys: dict[str, Any] = {}
     matrix_keys = {"document_sizes": list, "transports": list, "stacks": list,
                    "sctp_stacks": list}
