@@ -1,6 +1,7 @@
 """The analysis layer's command, part of `testbed` (testbed/cli.py):
 
   testbed report EXP [--results DIR] [--out DIR] [--log] [--run RUN_ID ...]
+  testbed ends EXP [--results DIR] [--out DIR]     (both_ends.py: runs captured at both ends)
 
 EXP is an experiment name (results/EXP/), a .toml file (its stem), or a result folder. The
 workload's figures and tables come from its own report (experiments/workloads/<name>/report/),
@@ -50,6 +51,33 @@ def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser],
                      help="a run to draw as time-sequence (repeatable; default: one per "
                           "variant at the highest loss)")
     rep.set_defaults(handler=functools.partial(handle, report_of=report_of, prepare=prepare))
+    ends = command("ends", "what the two ends of each run saw: packets sent and arrived per "
+                           "direction and kind, SCTP handshakes at both ends",
+                   "testbed ends EXP   # -> results/EXP/report/both-ends.csv, handshakes.csv")
+    ends.add_argument("experiment")
+    ends.add_argument("--results", type=Path, default=default_results_root(),
+                      help="results root (default: results/)")
+    ends.add_argument("--out", type=Path, default=None,
+                      help="folder of the two tables (default: results/EXP/report)")
+    ends.set_defaults(handler=handle_ends)
+
+
+def handle_ends(args: argparse.Namespace) -> int:
+    from . import both_ends
+
+    try:
+        result_set = results.load(result_folder(args.experiment, args.results))
+        crossings, handshakes = both_ends.read(result_set)
+    except results.ResultError as error:
+        print(f"testbed ends: {error}", file=sys.stderr)
+        return 2
+    out = args.out or result_set.root / "report"
+    both_ends.write(crossings, out / "both-ends.csv")
+    both_ends.write(handshakes, out / "handshakes.csv")
+    for line in both_ends.summary(crossings, handshakes):
+        print(line)
+    print(f"tables: {out / 'both-ends.csv'}, {out / 'handshakes.csv'}")
+    return 0
 
 
 def handle(args: argparse.Namespace, report_of: ReportOf, prepare: Prepare) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from experiments.tshark import fields
-from tests.harness.conftest import lan_experiment, rows, run_in_virtual_time
+from tests.harness.conftest import harness, lan_experiment, rows, run_in_virtual_time
 
 LOSS = 0.10
 CLIENT_IP, SERVER_IP = "10.0.1.1", "10.0.2.1"
@@ -59,3 +59,30 @@ def test_the_two_ends_differ_by_what_the_lossy_path_dropped(both_ends):
     # deviations of it
     lost = 1 - arrived / sent
     assert abs(lost - LOSS) <= 5 * math.sqrt(LOSS * (1 - LOSS) / sent), (lost, sent)
+
+
+def test_testbed_ends_counts_both_ends_as_tshark_does_and_times_every_handshake(both_ends):
+    ends = harness("ends", str(both_ends))
+    assert ends.returncode == 0, ends.stderr[-2000:]
+    crossings = rows(both_ends / "report" / "both-ends.csv")
+    for run in rows(both_ends / "runs.csv"):
+        client_pcap = both_ends / run["pcap"]
+        server_pcap = both_ends / "pcaps" / f"{run['run_id']}.server.pcap"
+        mine = [c for c in crossings if c["run_id"] == run["run_id"]]
+        for direction, source, at_source, at_sink in (
+                ("server to client", SERVER_IP, server_pcap, client_pcap),
+                ("client to server", CLIENT_IP, client_pcap, server_pcap)):
+            sent = sum(int(c["sent"]) for c in mine if c["direction"] == direction)
+            arrived = sum(int(c["arrived"]) for c in mine if c["direction"] == direction)
+            assert (sent, arrived) == (packets_from(at_source, source),
+                                       packets_from(at_sink, source)), (run["run_id"], direction)
+    handshakes = rows(both_ends / "report" / "handshakes.csv")
+    naive = [r["run_id"] for r in rows(both_ends / "runs.csv") if r["variant"] == "sctp-naive"]
+    # the control association and one data association per transfer (the listing, 3 files)
+    assert sorted({h["run_id"] for h in handshakes}) == sorted(naive)
+    assert len(handshakes) == 5 * len(naive)
+    for shake in handshakes:
+        assert int(shake["cookie_acks_arrived"]) >= 1 and float(shake["established_s"]) > 0
+        # a round trip of the 1 ms path at least
+        assert float(shake["answerer_sample_s"]) >= 0.002, shake
+    assert "SCTP handshakes; the longest" in ends.stdout
