@@ -41,11 +41,7 @@ def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser],
     the workload's report module, `prepare` writes the run files it reads."""
     rep = command("report", "figures, tables and report.html of an experiment's results",
                   "testbed report demo --log   # -> results/demo/report/report.html")
-    rep.add_argument("experiment")
-    rep.add_argument("--results", type=Path, default=default_results_root(),
-                     help="results root (default: results/)")
-    rep.add_argument("--out", type=Path, default=None,
-                     help="report folder (default: results/EXP/report)")
+    _result_folder_arguments(rep, "report folder")
     rep.add_argument("--log", action="store_true", help="logarithmic time axis")
     rep.add_argument("--run", action="append", default=None, metavar="RUN_ID",
                      help="a run to draw as time-sequence (repeatable; default: one per "
@@ -54,12 +50,17 @@ def add_commands(command: Callable[[str, str, str], argparse.ArgumentParser],
     ends = command("ends", "what the two ends of each run saw: packets sent and arrived per "
                            "direction and kind, SCTP handshakes at both ends",
                    "testbed ends EXP   # -> results/EXP/report/both-ends.csv, handshakes.csv")
-    ends.add_argument("experiment")
-    ends.add_argument("--results", type=Path, default=default_results_root(),
-                      help="results root (default: results/)")
-    ends.add_argument("--out", type=Path, default=None,
-                      help="folder of the two tables (default: results/EXP/report)")
+    _result_folder_arguments(ends, "folder of the two tables")
     ends.set_defaults(handler=handle_ends)
+
+
+def _result_folder_arguments(parser: argparse.ArgumentParser, out: str) -> None:
+    """EXP, --results and --out, as every command that reads one result folder takes them."""
+    parser.add_argument("experiment")
+    parser.add_argument("--results", type=Path, default=default_results_root(),
+                        help="results root (default: results/)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"{out} (default: results/EXP/report)")
 
 
 def handle_ends(args: argparse.Namespace) -> int:
