@@ -74,7 +74,7 @@ class _Side:
 
 def _sides(net: Topology, run: dict[str, Any]) -> list[_Side]:
     """The client's captures, and the server's where the run asks for them (server_pcap)."""
-    sides = [_Side("client", client_interfaces(net), CAPTURE, run["pcap"])]
+    sides = [_Side("client", client_interfaces(net), CAPTURE, run.get("pcap", ""))]
     if run.get("server_pcap"):
         sides.append(_Side("server", net.server_interfaces or (SERVER_IF,), SERVER_CAPTURE,
                            run["server_pcap"]))
