@@ -137,22 +137,21 @@ def handshakes(run_id: str, client: list[Packet], server: list[Packet],
         by_client = init.source in client_addresses
         at_opener, at_answerer = ends[by_client], ends[not by_client]
         forward, back = init.ports, init.ports[::-1]
-        of = _times
-        inits = of(at_opener, forward, "INIT")
+        inits = _times(at_opener, forward, "INIT")
         start = inits[0] if inits else init.time_s
-        acks_at_opener = of(at_opener, back, "COOKIE ACK")
-        init_acks_sent = of(at_answerer, back, "INIT ACK")
-        echoes_arrived = of(at_answerer, forward, "COOKIE ECHO")
-        sample = None
-        if echoes_arrived and [t for t in init_acks_sent if t <= echoes_arrived[0]]:
-            sample = echoes_arrived[0] - max(t for t in init_acks_sent if t <= echoes_arrived[0])
+        acks_at_opener = _times(at_opener, back, "COOKIE ACK")
+        init_acks_sent = _times(at_answerer, back, "INIT ACK")
+        echoes_arrived = _times(at_answerer, forward, "COOKIE ECHO")
+        # the INIT ACK whose cookie the first COOKIE ECHO to arrive carries: the last before it
+        before_echo = [t for t in init_acks_sent if echoes_arrived and t <= echoes_arrived[0]]
         out.append(Handshake(
             run_id, "client" if by_client else "server", f"{forward[0]} -> {forward[1]}",
-            len(inits), len(of(at_answerer, forward, "INIT")),
-            len(init_acks_sent), len(of(at_opener, back, "INIT ACK")),
-            len(of(at_opener, forward, "COOKIE ECHO")), len(echoes_arrived),
-            len(of(at_answerer, back, "COOKIE ACK")), len(acks_at_opener),
-            acks_at_opener[0] - start if acks_at_opener else None, sample))
+            len(inits), len(_times(at_answerer, forward, "INIT")),
+            len(init_acks_sent), len(_times(at_opener, back, "INIT ACK")),
+            len(_times(at_opener, forward, "COOKIE ECHO")), len(echoes_arrived),
+            len(_times(at_answerer, back, "COOKIE ACK")), len(acks_at_opener),
+            acks_at_opener[0] - start if acks_at_opener else None,
+            echoes_arrived[0] - before_echo[-1] if before_echo else None))
     return out
 
 
@@ -178,11 +177,12 @@ def read(result_set: ResultSet) -> tuple[list[Crossing], list[Handshake]]:
     all_crossings: list[Crossing] = []
     all_handshakes: list[Handshake] = []
     for run in result_set.runs:
-        pcap = result_set.root / str(run.get("pcap") or "")
-        if not run.get("pcap") or not pcap.is_file() or not server_pcap(result_set,
-                                                                         run).is_file():
+        if not run.get("pcap"):
             continue
-        client, server = packets(pcap), packets(server_pcap(result_set, run))
+        pcap, at_server = result_set.root / str(run["pcap"]), server_pcap(result_set, run)
+        if not pcap.is_file() or not at_server.is_file():
+            continue
+        client, server = packets(pcap), packets(at_server)
         all_crossings += crossings(run["run_id"], client, server, clients)
         all_handshakes += handshakes(run["run_id"], client, server, clients)
     if not all_crossings:
@@ -211,8 +211,8 @@ def summary(all_crossings: list[Crossing], all_handshakes: list[Handshake]) -> l
     for (direction, kind), (sent, arrived) in sorted(totals.items(), key=lambda i: -i[1][0]):
         share = f"{1 - arrived / sent:6.1%} lost" if sent else "  none sent"
         lines.append(f"{direction:17s} {kind:18s} sent {sent:8d}  arrived {arrived:8d}  {share}")
-    timed = [h for h in all_handshakes if h.established_s is not None]
-    slow = sorted(timed, key=lambda h: -(h.established_s or 0))[:3]
+    slow = sorted((h for h in all_handshakes if h.established_s is not None),
+                  key=lambda h: -(h.established_s or 0))[:3]
     lines.append(f"{len(all_handshakes)} SCTP handshakes; the longest: " + ", ".join(
         f"{h.established_s:.1f} s ({h.run_id}, {h.ports})" for h in slow))
     samples = [h.answerer_sample_s for h in all_handshakes if h.answerer_sample_s is not None]

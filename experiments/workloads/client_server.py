@@ -66,6 +66,7 @@ class _Side:
     interfaces: tuple[str, ...]
     key: str          # its captures' names in net.held
     pcap: str         # the pcap's final path; it is written beside it as .partial first
+    recorded_as: str = ""   # the prefix of its keys in the run's record ("server_")
 
     @property
     def partial(self) -> Path:
@@ -77,7 +78,7 @@ def _sides(net: Topology, run: dict[str, Any]) -> list[_Side]:
     sides = [_Side("client", client_interfaces(net), CAPTURE, run.get("pcap", ""))]
     if run.get("server_pcap"):
         sides.append(_Side("server", net.server_interfaces or (SERVER_IF,), SERVER_CAPTURE,
-                           run["server_pcap"]))
+                           run["server_pcap"], "server_"))
     return sides
 
 
@@ -120,19 +121,20 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
     one: the server's own view of the session, read by no measurement)."""
     client, server = net.node("client"), net.node("server")
     process = None
+    sides = _sides(net, run)
     opened: list[tuple[_Side, list[RunCapture]]] = []
     try:
         process = procedure.launch_logged(server.popen, server_argv, server_log)
-        for side in _sides(net, run):
-            try:
+        try:
+            for side in sides:
                 captures = held_captures(net, run, keep_whole, side)
                 opened.append((side, captures))
                 for i, capture in enumerate(captures):
                     capture.open(_part(side.partial, i, len(captures)))
-            except RunFailure:
-                for held_side, _ in opened or [(side, [])]:
-                    _let_go(net, held_side.key)
-                raise
+        except RunFailure:
+            for side in sides:
+                _let_go(net, side.key)
+            raise
         first = opened[0][1][0]
         record["capture_ring_kb"] = first.settings.buffer_kb
         record["capture_mode"] = "immediate" if first.settings.immediate else "block"
@@ -154,10 +156,10 @@ def server_and_capture(net: Topology, run: dict[str, Any], record: dict[str, Any
             procedure.stop(process)
     if record.get("capture_error"):
         raise RunFailure(record["capture_error"])
-    for end in ("", "server_"):
-        shortfall = procedure.capture_shortfall(record.get(f"{end}capture", {}))
+    for side in sides:
+        shortfall = procedure.capture_shortfall(record.get(f"{side.recorded_as}capture", {}))
         if shortfall:
-            raise RunFailure(f"{end.replace('_', ' ')}{shortfall}")
+            raise RunFailure(f"{side.recorded_as.replace('_', ' ')}{shortfall}")
 
 
 def _let_go(net: Topology, key: str = CAPTURE) -> None:
@@ -170,7 +172,7 @@ def _close(net: Topology, side: _Side, captures: list[RunCapture],
     """One end's pcap closed (its captures' pcaps merged into it) and moved into place; a
     capture that fails is recorded (the run fails after its server stopped) and let go, the
     next run starts another."""
-    prefix = "" if side.key == CAPTURE else "server_"
+    prefix = side.recorded_as
     started = time.monotonic()
     counts: dict[str, int] = {}
     for capture in captures:
@@ -178,7 +180,7 @@ def _close(net: Topology, side: _Side, captures: list[RunCapture],
             for key, value in capture.close().items():
                 counts[key] = counts.get(key, 0) + value
         except RunFailure as failure:
-            record["capture_error"] = f"{side.node} {capture.iface}: {failure}"
+            record["capture_error"] = f"{capture.iface}: {failure}"
             _let_go(net, side.key)
             break
     if "capture_error" not in record:
