@@ -147,11 +147,13 @@ static ssize_t recv_once(struct usx_sock *s, void *p, size_t n, unsigned *sid,
 }
 
 /* The association's end (its SHUTDOWN COMPLETE), whoever began it, until
- * deadline; what arrives meanwhile is dropped.  usrsctp sends its SHUTDOWN
- * ACK from its own thread after the notification that ended the reading,
- * so a program that closed and exited at once could take it along unsent
- * and leave the peer's SHUTDOWN unanswered (2 of 60 E3 runs). */
-static void await_end(struct usx_sock *s, int64_t deadline) {
+ * deadline (now: only what has come); what arrives meanwhile is dropped.
+ * 1 once it has ended (or is gone), 0 when the deadline came first.
+ * usrsctp sends its SHUTDOWN ACK from its own thread after the notification
+ * that ended the reading, so a program that closed and exited at once could
+ * take it along unsent and leave the peer's SHUTDOWN unanswered (2 of 60 E3
+ * runs). */
+int usx_await_end(struct usx_sock *s, int64_t deadline) {
   char sink[512];
   while (!atomic_load(&s->shutdown_complete)) {
     struct sctp_rcvinfo ri;
@@ -167,41 +169,25 @@ static void await_end(struct usx_sock *s, int64_t deadline) {
       continue;
     }
     if (rc == 0 || (errno != EWOULDBLOCK && errno != EAGAIN)) {
-      return; /* the association is gone */
+      return 1; /* the association is gone */
     }
     usx_rearm_read(s);
     if (usx_wait_efd(s->fd, sys_ms_left(deadline)) == 0) {
-      return;
+      return 0;
     }
   }
+  return 1;
 }
 
 /* Our SHUTDOWN, unless the peer sent its own first (then the stack answers
  * it).  0 when the association is ending; -1 when usrsctp refused: a
  * listener, or an association already gone. */
-static int begin_end(struct usx_sock *s) {
-  if (atomic_load(&s->peer_shutdown)) {
+int usx_begin_end(struct usx_sock *s) {
+  if (atomic_load(&s->shutdown_complete) || atomic_load(&s->peer_shutdown)) {
     return 0;
   }
   return usrsctp_shutdown(s->so, SHUT_WR) == 0 || errno == ENOTCONN ? 0 : -1;
 }
-
-/* The kernel's SCTP completes an association's end after the program has
- * gone; usrsctp's threads go with the program.  So the end is begun (or
- * answered) and awaited here, for at most USX_PEER_END_MS (ftpc's control
- * association after the 221: without it, no SHUTDOWN left, the server
- * retransmitted its last reply a second later and the next usrsctp on the
- * port answered ABORT). */
-#define USX_PEER_END_MS 5000
-
-/* The association's end, begun or answered, for at most ms. */
-static void end_within(struct usx_sock *s, int64_t ms) {
-  if (!atomic_load(&s->shutdown_complete) && begin_end(s) == 0) {
-    await_end(s, sys_mono_ms() + ms);
-  }
-}
-
-void usx_end_association(struct usx_sock *s) { end_within(s, USX_PEER_END_MS); }
 
 ssize_t usx_recv(int fd, void *p, size_t n, unsigned *sid, int *eor, int wait) {
   int64_t deadline;
@@ -246,7 +232,9 @@ int usx_close_delivered(int fd, int seconds) {
   if (s == NULL) {
     return -1;
   }
-  end_within(s, (int64_t)seconds * 1000);
+  if (usx_begin_end(s) == 0) {
+    (void)usx_await_end(s, sys_mono_ms() + (int64_t)seconds * 1000);
+  }
   done = atomic_load(&s->shutdown_complete);
   usx_close(fd);
   return done ? 0 : -1;

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/eventfd.h>
@@ -27,6 +28,9 @@ static int slots_ready;
 static int started_port; /* the UDP port usrsctp was started on; 0: not yet */
 static atomic_ulong watch_wakeups;
 
+static void make_room(void);
+static void end_all_at_exit(void);
+
 static void slots_init_locked(void) {
   size_t i;
   if (slots_ready) {
@@ -43,7 +47,7 @@ struct usx_sock *usx_find(int fd) {
   size_t i;
   if (fd >= 0 && slots_ready) {
     for (i = 0; i < USX_MAX_SOCKETS; i++) {
-      if (slots[i].fd == fd) {
+      if (slots[i].fd == fd && !slots[i].ending) {
         return &slots[i];
       }
     }
@@ -214,7 +218,8 @@ static int start(const struct xp_opts *o) {
     (void)pthread_mutex_lock(&slots_lock);
     slots_init_locked();
     (void)pthread_mutex_unlock(&slots_lock);
-    if (pthread_create(&t, NULL, watch, NULL) != 0 || pthread_detach(t) != 0) {
+    if (pthread_create(&t, NULL, watch, NULL) != 0 || pthread_detach(t) != 0 ||
+        atexit(end_all_at_exit) != 0) {
       errno = EAGAIN;
       return -1;
     }
@@ -239,6 +244,7 @@ static struct usx_sock *claim(void) {
   struct usx_sock *s = NULL;
   size_t i;
   int fd, wfd;
+  make_room();
   fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   wfd = fd < 0 ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wfd < 0) {
@@ -255,6 +261,7 @@ static struct usx_sock *claim(void) {
       s->wfd = wfd;
       s->so = NULL;
       s->dead = 0;
+      s->ending = 0;
       s->io_timeout_ms = 0;
       s->path_mtu = -1;
       atomic_store(&s->read_armed, 0);
@@ -296,8 +303,54 @@ static struct socket *release(struct usx_sock *s) {
   (void)pthread_mutex_lock(&slots_lock);
   sys_close(s->fd);
   s->fd = s->wfd = -1;
+  s->ending = 0;
   (void)pthread_mutex_unlock(&slots_lock);
   return so;
+}
+
+/* Close every slot whose association has ended by deadline (now: only
+ * those that have). */
+static void reap_ended(int64_t deadline) {
+  size_t i;
+  for (i = 0; i < USX_MAX_SOCKETS; i++) {
+    struct usx_sock *s = &slots[i];
+    if (s->fd >= 0 && s->ending && usx_await_end(s, deadline) == 1) {
+      usrsctp_close(release(s));
+    }
+  }
+}
+
+/* A slot for a new socket when every one is taken: an ending one's socket
+ * is closed, and usrsctp goes on ending its association unwatched (a close
+ * without SO_LINGER is graceful in usrsctp, as in FreeBSD). */
+static void make_room(void) {
+  size_t i;
+  if (!slots_ready) {
+    return;
+  }
+  reap_ended(sys_mono_ms());
+  for (i = 0; i < USX_MAX_SOCKETS; i++) {
+    if (slots[i].fd < 0) {
+      return;
+    }
+  }
+  for (i = 0; i < USX_MAX_SOCKETS; i++) {
+    if (slots[i].ending) {
+      usrsctp_close(release(&slots[i]));
+      return;
+    }
+  }
+}
+
+/* usrsctp's threads go with the program, so the associations it closed
+ * end before it does, for at most USX_PEER_END_MS in all (ftpc's control
+ * association after the 221: without it, no SHUTDOWN left, the server
+ * retransmitted its last reply a second later and the next usrsctp on the
+ * port answered ABORT). */
+#define USX_PEER_END_MS 5000
+
+static void end_all_at_exit(void) {
+  reap_ended(sys_mono_ms() + USX_PEER_END_MS);
 }
 
 static int set_int(struct socket *so, int level, int opt, int v) {
@@ -570,12 +623,23 @@ int usx_connect(const struct addr *dst, const struct addr *src,
   return s->fd;
 }
 
+/* The kernel's SCTP ends an association after close() has returned, and
+ * so does this one: the close begins the end (or answers the peer's), and
+ * the slot stays with the association until its SHUTDOWN COMPLETE, looked
+ * for at every close and open and awaited before the program exits.  A
+ * client that awaited it in close read the next reply a T2 timeout late
+ * whenever a SHUTDOWN COMPLETE was lost (1 s at E1's RTO.min). */
 void usx_close(int fd) {
   struct usx_sock *s = usx_find(fd);
-  if (s != NULL) {
-    usx_end_association(s);
-    usrsctp_close(release(s));
+  if (s == NULL) {
+    return;
   }
+  if (usx_begin_end(s) != 0 || usx_await_end(s, sys_mono_ms()) == 1) {
+    usrsctp_close(release(s));
+  } else {
+    s->ending = 1;
+  }
+  reap_ended(sys_mono_ms());
 }
 
 void usx_abort(int fd) {

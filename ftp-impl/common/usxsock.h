@@ -23,6 +23,7 @@ struct usx_sock {
   struct socket *so;
   pthread_mutex_t lock; /* held by a signal and by the slot's release */
   int dead;             /* released: usrsctp's threads signal nothing more */
+  int ending; /* closed by the program, held until its association ends */
   atomic_int read_armed, write_armed, connecting;
   atomic_int shutdown_complete; /* SCTP_SHUTDOWN_COMP came */
   atomic_int peer_shutdown;     /* SCTP_SHUTDOWN_EVENT came: no more data */
@@ -41,9 +42,12 @@ void usx_signal(struct usx_sock *s, int which_fd);
 void usx_drain(int efd);
 /* Nothing left to read: empty fd, arm it, and look again. */
 void usx_rearm_read(struct usx_sock *s);
-/* Before any close: the association's end, begun by the peer or here,
- * briefly (usxio.c). */
-void usx_end_association(struct usx_sock *s);
+/* The association's end, begun here or the peer's answered: 0, or -1 when
+ * usrsctp refused (a listener, an association already gone; usxio.c). */
+int usx_begin_end(struct usx_sock *s);
+/* Until the association has ended (1) or deadline, a sys_mono_ms() time,
+ * has come (0); a deadline of now only reads what has come (usxio.c). */
+int usx_await_end(struct usx_sock *s, int64_t deadline);
 /* Wait at most timeout_ms (< 0: no limit) for efd; 1, 0 or -1 as poll. */
 int usx_wait_efd(int efd, int timeout_ms);
 

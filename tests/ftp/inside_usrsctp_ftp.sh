@@ -73,6 +73,28 @@ session naive-active 21 sctp-naive --active "${on_usrsctp[@]}"
 session ms 21 sctp-ms "${on_usrsctp[@]}"
 session ms-cp 21 sctp-ms-cp "${on_usrsctp[@]}"
 stop_capture
+# each association's end reached by the server first, and the client's lost: every packet
+# acknowledged at once by the client, its SHUTDOWN held back 300 ms and the server's SHUTDOWN
+# COMPLETE dropped (a chunk's type at byte 40 of the IP packet: IP 20, UDP 8, SCTP's common
+# header 12), so the server's SHUTDOWN crosses it, the server ends each association, and the
+# client's goes on until its SHUTDOWN reaches a server that no longer knows it (lostend.pcap)
+chunk_filter() {  # NAMESPACE DEVICE UDP_SOURCE_PORT CHUNK_TYPE ACTION...
+    local ns=$1 dev=$2 port=$3 type=$4
+    shift 4
+    ip netns exec "$ns" tc filter add dev "$dev" parent 1: protocol ip u32 \
+        match ip protocol 17 0xff match u16 "$port" 0xffff at 20 match u8 "$type" 0xff at 40 "$@"
+}
+ip netns exec cl tc qdisc add dev cl0 root handle 1: prio
+ip netns exec cl tc qdisc add dev cl0 parent 1:3 handle 30: netem delay 300ms
+chunk_filter cl cl0 $USRSCTP_UDP_PORT 7 flowid 1:3
+ip netns exec sv tc qdisc add dev sv0 root handle 1: prio
+chunk_filter sv sv0 $KERNEL_UDP_PORT 14 action drop
+capture lostend.pcap
+session naive-lost-end 21 sctp-naive "${on_usrsctp[@]}" \
+    --usrsctp-sysctl=sctp_sack_freq_default=1
+stop_capture
+ip netns exec cl tc qdisc del dev cl0 root
+ip netns exec sv tc qdisc del dev sv0 root
 kill -TERM $server
 wait $server || true
 
